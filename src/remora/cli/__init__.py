@@ -1,0 +1,27 @@
+"""The ``remora`` command: flags in, one library call, Rich rendering out.
+
+Each command lives in its own module and registers itself on the shared Typer app.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from remora.cli import config as _config  # noqa: F401  (registers commands)
+from remora.cli import discovery as _discovery  # noqa: F401
+from remora.cli._app import app, err_console
+from remora.errors import RemoraError
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console entry point: RemoraError becomes ``CODE: message (hint)`` and an exit code."""
+    try:
+        app()
+    except RemoraError as exc:
+        err_console.print(exc.render(), style="red", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted", style="red")
+        sys.exit(130)

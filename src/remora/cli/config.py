@@ -1,0 +1,56 @@
+"""``remora config``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.table import Table
+
+from remora.cli._app import ConfigFileOption, ConfigFormat, SetOption, app, console, load
+from remora.config import flatten_keys
+
+
+@app.command("config")
+def config_command(
+    target: Annotated[
+        Path | None, typer.Argument(help="Where to start searching for the config (default: .).")
+    ] = None,
+    output: Annotated[ConfigFormat, typer.Option("--format", "-f")] = ConfigFormat.yaml,
+    sources: Annotated[
+        bool, typer.Option("--sources", help="Show where each value came from.")
+    ] = False,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Print the effective configuration.
+
+    Values come from, highest first: --set flags, REMORA_SECTION__KEY environment
+    variables, remora.yaml (or [tool.remora] in pyproject.toml, searched upward),
+    then defaults. With --sources every key is shown with its origin.
+
+    Example: REMORA_RUNNER__MAX_TURNS=4 remora config --sources
+    """
+    loaded = load(target, config_file, assignments)
+    data: Any = loaded.config.model_dump(mode="json")
+    if sources:
+        if output is ConfigFormat.json:
+            sys.stdout.write(json.dumps(loaded.sources, indent=2) + "\n")
+            return
+        table = Table(title=f"config file: {loaded.file or 'none found'}")
+        table.add_column("key", style="bold")
+        table.add_column("value")
+        table.add_column("source", style="cyan")
+        flat = flatten_keys(data)
+        for key, origin in loaded.sources.items():
+            table.add_row(key, json.dumps(flat.get(key)), origin)
+        console.print(table)
+        return
+    if output is ConfigFormat.json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(yaml.safe_dump(data, sort_keys=False))

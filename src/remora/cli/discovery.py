@@ -1,0 +1,62 @@
+"""``remora discover``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from remora.cli._app import ConfigFileOption, OutputFormat, SetOption, app, console, load
+from remora.discovery import DiscoveryResult, discover, find_project_root
+
+
+@app.command("discover")
+def discover_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Python files or directories (default: the current directory)."),
+    ] = None,
+    output: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
+    ] = OutputFormat.table,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """List the files, classes, functions and methods Remora would work on.
+
+    Honours .gitignore and skips virtualenvs, build and cache directories. Files it
+    cannot use (syntax errors, non-UTF-8, binary, too large) are listed as problems
+    with a DISC_ code; definitions outside a syntax error are still found.
+
+    Example: remora discover src/ --format json
+    """
+    targets = paths or [Path.cwd()]
+    loaded = load(targets[0], config_file, assignments)
+    result = discover(targets, loaded.config.discovery, root=find_project_root(targets[0]))
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
+        return
+    _render_discovery(result)
+
+
+def _render_discovery(result: DiscoveryResult) -> None:
+    table = Table(title=f"{len(result.nodes)} nodes in {result.files} files under {result.root}")
+    table.add_column("type", style="cyan")
+    table.add_column("qualname", style="bold")
+    table.add_column("location")
+    table.add_column("node id", style="dim")
+    for node in result.nodes:
+        table.add_row(
+            node.node_type,
+            node.qualname,
+            f"{node.file_path}:{node.start_line}-{node.end_line}",
+            node.node_id,
+        )
+    console.print(table)
+    for problem in result.problems:
+        where = f"{problem.path}:{problem.line}" if problem.line else problem.path
+        console.print(f"[yellow]{problem.code}[/yellow] {where}: {problem.message}")

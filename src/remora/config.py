@@ -1,0 +1,395 @@
+"""RemoraConfig: one validated model, loaded from layered sources.
+
+Precedence, highest first: CLI flags (``--set section.key=value`` and dedicated
+flags) > environment (``REMORA_SECTION__KEY``) > ``remora.yaml`` or
+``[tool.remora]`` in ``pyproject.toml`` (searched upward from the target) >
+defaults. Every leaf remembers which layer set it, so ``remora config --sources``
+can explain the effective value.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from remora.errors import ConfigError
+
+NodeType = Literal["file", "class", "function", "method"]
+NODE_TYPES: tuple[NodeType, ...] = ("file", "class", "function", "method")
+
+CONFIG_FILENAMES = ("remora.yaml", "remora.yml")
+ENV_PREFIX = "REMORA_"
+ENV_CONFIG_FILE = "REMORA_CONFIG"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class DiscoveryConfig(_Section):
+    """Which files and nodes discovery yields."""
+
+    query_packs: list[str] = Field(default_factory=lambda: ["core"], min_length=1)
+    node_types: list[NodeType] = Field(default_factory=lambda: list(NODE_TYPES))
+    respect_gitignore: bool = True
+    ignore: list[str] = Field(
+        default_factory=list, description="Extra gitignore-style patterns to skip."
+    )
+    max_file_bytes: int = Field(default=1_000_000, gt=0)
+    follow_symlinks: bool = False
+
+
+class ModelConfig(_Section):
+    """Which model answers and how it is run."""
+
+    backend: Literal["llama_cpp", "openai"] = "llama_cpp"
+    path: Path | None = Field(
+        default=None, description="GGUF file; unset means the embedded Gemma 3 270M."
+    )
+    use_adapters: bool = True
+    context_size: int = Field(default=8192, ge=512)
+    max_tokens: int = Field(default=384, ge=16)
+    threads: int | None = Field(default=None, ge=1)
+    batch_size: int = Field(default=512, ge=16)
+    grammar: bool = True
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model_id: str = "remora"
+    api_key_env: str = "REMORA_OPENAI_API_KEY"
+    request_timeout: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+
+
+class OperationConfig(_Section):
+    """One operation (agent) as the user configured it."""
+
+    enabled: bool = True
+    agent: str | None = Field(default=None, description="Agent name; defaults to the operation.")
+    model_id: str | None = Field(
+        default=None, description="Model id for this operation on an OpenAI-compatible server."
+    )
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+def _default_operations() -> dict[str, OperationConfig]:
+    return {
+        "lint": OperationConfig(),
+        "docstring": OperationConfig(options={"style": "google"}),
+        "test": OperationConfig(),
+        "sample_data": OperationConfig(),
+    }
+
+
+class RunnerConfig(_Section):
+    """The agent loop: turn limits, sampling and stall guards."""
+
+    max_turns: int | None = Field(default=None, ge=1, description="Overrides each agent's own.")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    tool_choice: Literal["auto", "required"] = "required"
+    read_only_nudge_after: int = Field(default=2, ge=1)
+    read_only_force_after: int = Field(default=3, ge=1)
+    max_repeats: int = Field(default=2, ge=1)
+    max_requeries: int = Field(default=2, ge=0)
+    job_timeout: float = Field(default=600.0, gt=0)
+    concurrency: int = Field(default=2, ge=1)
+
+
+class ToolsConfig(_Section):
+    """Limits for sandboxed .pym scripts and the subprocesses capabilities start."""
+
+    timeout: float = Field(default=10.0, gt=0)
+    max_memory_mb: int = Field(default=128, ge=8)
+    max_recursion_depth: int = Field(default=200, ge=10)
+    workers: int = Field(default=2, ge=1)
+    subprocess_timeout: float = Field(default=60.0, gt=0)
+
+
+class WorkspaceConfig(_Section):
+    """Where workspaces, run manifests and views live."""
+
+    state_dir: str = Field(default=".remora", description="Relative to the project root.")
+    keep_views: bool = False
+
+
+class EventsConfig(_Section):
+    """Structured event stream and transcripts."""
+
+    enabled: bool = True
+    path: Path | None = Field(default=None, description="JSONL file; default <state>/events.jsonl")
+    transcript: bool = False
+
+
+class WatchConfig(_Section):
+    """``remora watch``."""
+
+    debounce_ms: int = Field(default=400, ge=0)
+
+
+class AgentsConfig(_Section):
+    """Where agent definitions come from besides the bundled ones."""
+
+    dirs: list[Path] = Field(default_factory=list)
+
+
+class RemoraConfig(_Section):
+    """The whole effective configuration."""
+
+    discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    operations: dict[str, OperationConfig] = Field(default_factory=_default_operations)
+    runner: RunnerConfig = Field(default_factory=RunnerConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    events: EventsConfig = Field(default_factory=EventsConfig)
+    watch: WatchConfig = Field(default_factory=WatchConfig)
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
+
+    @field_validator("operations")
+    @classmethod
+    def _operation_names(cls, value: dict[str, OperationConfig]) -> dict[str, OperationConfig]:
+        for name in value:
+            if not name.isidentifier():
+                raise ValueError(f"operation name {name!r} must be an identifier")
+        return value
+
+    def enabled_operations(self) -> list[str]:
+        return [name for name, op in self.operations.items() if op.enabled]
+
+
+DEFAULT_SOURCE = "default"
+
+
+@dataclass
+class LoadedConfig:
+    """The effective config plus where each leaf value came from."""
+
+    config: RemoraConfig
+    sources: dict[str, str] = field(default_factory=dict)
+    file: Path | None = None
+
+
+def find_config_file(start: Path) -> Path | None:
+    """The nearest ``remora.yaml``/``remora.yml`` or pyproject with ``[tool.remora]``."""
+    start = start.resolve()
+    directory = start if start.is_dir() else start.parent
+    for candidate in (directory, *directory.parents):
+        for name in CONFIG_FILENAMES:
+            path = candidate / name
+            if path.is_file():
+                return path
+        pyproject = candidate / "pyproject.toml"
+        if pyproject.is_file() and _pyproject_has_remora(pyproject):
+            return pyproject
+    return None
+
+
+def _pyproject_has_remora(path: Path) -> bool:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(data.get("tool"), dict) and "remora" in data["tool"]
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse one config file into a plain dict, with CONFIG_xxx errors."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            "CONFIG_001", f"config file {path} does not exist", "check the --config path"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            "CONFIG_001", f"cannot read config file {path}: {exc}", "check permissions and encoding"
+        ) from None
+    if path.name == "pyproject.toml":
+        try:
+            data: Any = tomllib.loads(text).get("tool", {}).get("remora", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(
+                "CONFIG_002", f"{path} is not valid TOML: {exc}", "fix the TOML syntax"
+            ) from None
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise ConfigError(
+                "CONFIG_002", f"{path} is not valid YAML{where}", "fix the YAML syntax"
+            ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "CONFIG_002",
+            f"{path} must hold a mapping of sections, got {type(data).__name__}",
+            "start the file with a section such as 'runner:'",
+        )
+    return data
+
+
+def parse_scalar(text: str) -> Any:
+    """Interpret a flag or environment value the way YAML would (``4``, ``true``, ``[a, b]``)."""
+    try:
+        return yaml.safe_load(text) if text.strip() else text
+    except yaml.YAMLError:
+        return text
+
+
+def parse_assignments(assignments: list[str]) -> dict[str, Any]:
+    """Turn ``["runner.max_turns=4"]`` into a nested dict."""
+    result: dict[str, Any] = {}
+    for item in assignments:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise ConfigError(
+                "CONFIG_004",
+                f"cannot parse --set {item!r}",
+                "use --set section.key=value, e.g. --set runner.max_turns=4",
+            )
+        _set_path(result, key.split("."), parse_scalar(value))
+    return result
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Config values from ``REMORA_SECTION__KEY`` variables (``__`` separates levels)."""
+    result: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        parts = [part.lower() for part in name[len(ENV_PREFIX) :].split("__")]
+        if any(not part for part in parts):
+            raise ConfigError(
+                "CONFIG_004",
+                f"cannot parse environment variable {name}",
+                "use REMORA_SECTION__KEY, e.g. REMORA_RUNNER__MAX_TURNS=4",
+            )
+        _set_path(result, parts, parse_scalar(value))
+    return result
+
+
+def _set_path(target: dict[str, Any], parts: list[str], value: Any) -> None:
+    node = target
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[parts[-1]] = value
+
+
+def deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``override`` into a copy of ``base``; mappings merge, everything else replaces."""
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = dict(value) if isinstance(value, Mapping) else value
+    return merged
+
+
+def flatten_keys(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten_keys(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def load_config(
+    target: Path | None = None,
+    *,
+    config_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> LoadedConfig:
+    """Build the effective config for ``target`` from every layer.
+
+    ``config_file`` (or ``$REMORA_CONFIG``) replaces the upward search.
+    """
+    environ = os.environ if environ is None else environ
+    if config_file is None and environ.get(ENV_CONFIG_FILE):
+        config_file = Path(environ[ENV_CONFIG_FILE])
+    if config_file is None:
+        config_file = find_config_file(target or Path.cwd())
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if config_file is not None:
+        layers.append((str(config_file), read_config_file(config_file)))
+    layers.append(("environment", env_overrides(environ)))
+    layers.append(("flag", dict(overrides or {})))
+
+    merged: dict[str, Any] = {}
+    for _, data in layers:
+        merged = deep_merge(merged, data)
+    config = _validate(merged, layers)
+
+    sources: dict[str, str] = {}
+    effective = flatten_keys(config.model_dump(mode="json"))
+    for key in effective:
+        sources[key] = DEFAULT_SOURCE
+        for label, data in layers:
+            for leaf in flatten_keys(data):
+                if key == leaf or key.startswith(leaf + ".") or leaf.startswith(key + "."):
+                    sources[key] = label
+    return LoadedConfig(config=config, sources=sources, file=config_file)
+
+
+def _validate(merged: dict[str, Any], layers: list[tuple[str, dict[str, Any]]]) -> RemoraConfig:
+    try:
+        return RemoraConfig.model_validate(merged)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = ".".join(str(part) for part in error["loc"])
+        origin = "default"
+        for label, data in layers:
+            leaves = flatten_keys(data)
+            if any(loc == leaf or loc.startswith(leaf + ".") for leaf in leaves):
+                origin = label
+        if error["type"] == "extra_forbidden":
+            parent_loc, _, name = loc.rpartition(".")
+            known = _known_keys(parent_loc)
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
+            raise ConfigError(
+                "CONFIG_005", f"unknown config key '{loc}' (from {origin})", hint
+            ) from None
+        count = len(exc.errors())
+        more = f"; {count - 1} more problem(s)" if count > 1 else ""
+        raise ConfigError(
+            "CONFIG_003",
+            f"invalid value for '{loc}' (from {origin}): {error['msg']}{more}",
+            "run 'remora config --help' for the expected keys",
+        ) from None
+
+
+def _known_keys(parent_loc: str) -> list[str]:
+    """Valid key names under ``parent_loc``, for did-you-mean hints."""
+    parts = parent_loc.split(".") if parent_loc else []
+    model: type[BaseModel] = RemoraConfig
+    index = 0
+    while index < len(parts):
+        if model is RemoraConfig and parts[index] == "operations":
+            if index + 1 == len(parts):
+                return sorted(_default_operations())
+            model, index = OperationConfig, index + 2
+            continue
+        info = model.model_fields.get(parts[index])
+        annotation = info.annotation if info else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model, index = annotation, index + 1
+    return sorted(model.model_fields)

@@ -1,0 +1,2 @@
+; The whole module is a node of its own.
+(module) @file.def

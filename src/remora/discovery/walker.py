@@ -1,0 +1,189 @@
+"""Find the Python files under the targets, honouring .gitignore and default ignores."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from remora.discovery.models import DiscoveryProblem
+from remora.errors import DiscoveryError
+
+DEFAULT_IGNORES = (
+    ".git/",
+    ".hg/",
+    ".svn/",
+    ".venv/",
+    "venv/",
+    ".env/",
+    "__pycache__/",
+    ".remora/",
+    "node_modules/",
+    "build/",
+    "dist/",
+    "*.egg-info/",
+    ".eggs/",
+    ".tox/",
+    ".nox/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+)
+
+PROJECT_MARKERS = ("remora.yaml", "remora.yml", "pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def find_project_root(target: Path) -> Path:
+    """The nearest ancestor holding a project marker, else the target's own directory."""
+    target = target.resolve()
+    start = target if target.is_dir() else target.parent
+    for candidate in (start, *start.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return start
+
+
+def _gitignore_spec(directory: Path) -> pathspec.PathSpec[Any] | None:
+    path = directory / ".gitignore"
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+@dataclass
+class _Rules:
+    """Ignore rules in force for one directory: (base directory, spec) pairs."""
+
+    specs: list[tuple[Path, pathspec.PathSpec[Any]]] = field(default_factory=list)
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        for base, spec in self.specs:
+            try:
+                relative = path.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            if spec.match_file(relative + "/" if is_dir else relative):
+                return True
+        return False
+
+    def with_directory(self, directory: Path, respect_gitignore: bool) -> _Rules:
+        if not respect_gitignore:
+            return self
+        spec = _gitignore_spec(directory)
+        return _Rules([*self.specs, (directory, spec)]) if spec else self
+
+
+@dataclass
+class WalkOptions:
+    respect_gitignore: bool = True
+    ignore: tuple[str, ...] = ()
+    follow_symlinks: bool = False
+
+
+def iter_python_files(
+    targets: list[Path], root: Path, options: WalkOptions, problems: list[DiscoveryProblem]
+) -> Iterator[Path]:
+    """Yield each Python file once, in a stable order; problems are appended, not raised.
+
+    Files named explicitly are always yielded; ignore rules apply to what a directory
+    walk finds.
+    """
+    defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_IGNORES, *options.ignore])
+    seen: set[Path] = set()
+    for target in targets:
+        if not target.exists():
+            if target.is_symlink():
+                raise DiscoveryError(
+                    "DISC_001", f"{target} is a broken symbolic link", "fix or remove the link"
+                )
+            raise DiscoveryError("DISC_001", f"{target} does not exist", "check the path")
+        resolved = target.resolve()
+        if resolved.is_file():
+            if resolved.suffix not in (".py", ".pyi") and target.suffix not in (".py", ".pyi"):
+                raise DiscoveryError(
+                    "DISC_002", f"{target} is not a Python file", "pass .py files or directories"
+                )
+            if resolved not in seen:
+                seen.add(resolved)
+                yield resolved
+            continue
+        inside = resolved == root or root in resolved.parents
+        rules = _Rules([(root if inside else resolved, defaults)])
+        if inside:
+            for directory in reversed(resolved.parents):
+                if directory == root or root in directory.parents:
+                    rules = rules.with_directory(directory, options.respect_gitignore)
+        yield from _walk(resolved, rules, options, problems, seen, root, ancestry=frozenset())
+
+
+def _walk(
+    directory: Path,
+    rules: _Rules,
+    options: WalkOptions,
+    problems: list[DiscoveryProblem],
+    seen: set[Path],
+    root: Path,
+    ancestry: frozenset[tuple[int, int]],
+) -> Iterator[Path]:
+    try:
+        info = directory.stat()
+    except OSError as exc:
+        problems.append(_problem("DISC_105", directory, root, f"cannot read directory: {exc}"))
+        return
+    key = (info.st_dev, info.st_ino)
+    if key in ancestry:
+        problems.append(_problem("DISC_106", directory, root, "symbolic link loop; not followed"))
+        return
+    ancestry = ancestry | {key}
+    rules = rules.with_directory(directory, options.respect_gitignore)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except OSError as exc:
+        problems.append(_problem("DISC_105", directory, root, f"cannot read directory: {exc}"))
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        is_link = entry.is_symlink()
+        if is_link and not options.follow_symlinks:
+            continue
+        try:
+            mode = (
+                os.stat(entry.path).st_mode
+                if is_link
+                else entry.stat(follow_symlinks=False).st_mode
+            )
+        except OSError as exc:
+            if is_link:
+                problems.append(_problem("DISC_106", path, root, f"broken or looping link: {exc}"))
+            else:
+                problems.append(_problem("DISC_105", path, root, f"cannot stat: {exc}"))
+            continue
+        if stat.S_ISDIR(mode):
+            if rules.ignored(path, is_dir=True):
+                continue
+            yield from _walk(path, rules, options, problems, seen, root, ancestry)
+        elif stat.S_ISREG(mode) and entry.name.endswith((".py", ".pyi")):
+            if rules.ignored(path, is_dir=False):
+                continue
+            resolved = path.resolve() if is_link else path
+            if resolved not in seen:
+                seen.add(resolved)
+                yield path
+
+
+def relative_to_root(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _problem(code: str, path: Path, root: Path, message: str) -> DiscoveryProblem:
+    return DiscoveryProblem(code=code, path=relative_to_root(path, root), message=message)

@@ -1,0 +1,1 @@
+"""Sandboxed .pym tools and the host capabilities they call."""

@@ -1,0 +1,38 @@
+"""ToolResult: what a .pym tool returns and what the model reads back."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Outcome = Literal["success", "partial", "error"]
+
+
+class ToolResult(BaseModel):
+    """The tool-result contract of DESIGN.md.
+
+    ``summary`` must stand on its own: the runner replaces old results by their
+    summary when the history outgrows the context. ``choices`` lets the backend
+    restrict the next call's arguments to values this result reported.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Outcome
+    summary: str
+    result: Any = None
+    error: str | None = None
+    knowledge: dict[str, Any] = Field(default_factory=dict)
+    choices: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @classmethod
+    def failure(cls, message: str, summary: str | None = None) -> ToolResult:
+        return cls(outcome="error", summary=summary or message, error=message)
+
+    def for_model(self, tool_name: str) -> dict[str, Any]:
+        """The ``{"name", "response"}`` shape the model sees."""
+        response = self.model_dump(exclude_defaults=True)
+        response.setdefault("outcome", self.outcome)
+        response.setdefault("summary", self.summary)
+        return {"name": tool_name, "response": response}

@@ -1,0 +1,87 @@
+"""The file-store interface tools work through, and the path rules every store enforces.
+
+Capabilities never touch the project directly: they read and write a FileStore bound
+to one job. The copy-on-write overlay implements it; so can a test double.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from contextlib import AbstractContextManager
+from pathlib import Path, PurePosixPath
+from typing import Protocol, runtime_checkable
+
+from remora.errors import WorkspaceError
+
+
+def normalize_path(path: str) -> str:
+    """A clean POSIX path relative to the workspace root, or WS_001.
+
+    Rejects absolute paths, ``..`` segments that climb out of the root, NUL bytes and
+    empty names; ``a/./b`` and ``a\\b`` are normalised to ``a/b``.
+    """
+    if not isinstance(path, str) or not path.strip() or "\x00" in path:
+        raise WorkspaceError(
+            "WS_001", f"invalid path {path!r}", "give a path relative to the project"
+        )
+    candidate = path.replace("\\", "/")
+    if (
+        candidate.startswith("/")
+        or PurePosixPath(candidate).is_absolute()
+        or (len(candidate) > 1 and candidate[1] == ":")
+    ):
+        raise WorkspaceError(
+            "WS_001", f"absolute path {path!r} is outside the workspace", "use a relative path"
+        )
+    normal = posixpath.normpath(candidate)
+    if normal == ".." or normal.startswith("../"):
+        raise WorkspaceError(
+            "WS_001", f"path {path!r} escapes the workspace root", "remove the '..' segments"
+        )
+    return "" if normal == "." else normal
+
+
+def resolve_inside(root: Path, relative: str) -> Path:
+    """``root / relative`` after checking that no symlink on the way leads outside ``root``."""
+    relative = normalize_path(relative) if relative else ""
+    base = root.resolve()
+    target = (base / relative) if relative else base
+    resolved = target.resolve()
+    if resolved != base and base not in resolved.parents:
+        raise WorkspaceError(
+            "WS_001",
+            f"path {relative!r} resolves outside the workspace through a symbolic link",
+            "symbolic links must stay inside the project",
+        )
+    return target
+
+
+@runtime_checkable
+class FileStore(Protocol):
+    """A project as one job sees it: reads fall through, writes stay private."""
+
+    @property
+    def root(self) -> Path: ...
+
+    def read(self, path: str) -> bytes:
+        """Current content; FileNotFoundError when absent or deleted."""
+        ...
+
+    def write(self, path: str, data: bytes) -> None: ...
+
+    def delete(self, path: str) -> None: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def list_dir(self, path: str = "") -> list[str]:
+        """Sorted entry names of a directory in the merged view; sub-directories end in '/'."""
+        ...
+
+    def materialize(self) -> AbstractContextManager[Path]:
+        """A real directory that looks like the project after accepting this store's changes.
+
+        For subprocess tools (ruff, pytest, calling a function). Files the subprocess
+        writes there are captured back into the store when the context exits; the
+        project itself is never written.
+        """
+        ...
