@@ -77,6 +77,10 @@ class FileStore(Protocol):
         """Sorted entry names of a directory in the merged view; sub-directories end in '/'."""
         ...
 
+    def changed_paths(self) -> list[str]:
+        """Paths this store has written or deleted relative to the project, sorted."""
+        ...
+
     def materialize(self) -> AbstractContextManager[Path]:
         """A real directory that looks like the project after accepting this store's changes.
 

@@ -1,0 +1,57 @@
+"""AgentResult: the structured outcome every agent run ends with."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+AgentStatus = Literal["success", "failed", "skipped", "interrupted"]
+
+
+class TimelineEntry(BaseModel):
+    """One step of a run: a model call or a tool call."""
+
+    ts: float
+    kind: Literal["model", "tool"]
+    name: str
+    effect: str | None = None
+    duration_s: float
+
+
+class AgentTelemetry(BaseModel):
+    """Per-run counters; also the raw material of the harness report."""
+
+    turns: int = 0
+    model_calls: int = 0
+    tool_calls: dict[str, int] = Field(default_factory=dict)
+    tool_calls_by_effect: dict[str, int] = Field(default_factory=dict)
+    parse_paths: dict[str, int] = Field(default_factory=dict)
+    tool_misses: int = 0
+    textual_tool_call_patterns: int = 0
+    invalid_calls: int = 0
+    coercions: int = 0
+    repeats: int = 0
+    stall_triggers: dict[str, int] = Field(default_factory=dict)
+    requeries: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    model_latency_s: list[float] = Field(default_factory=list)
+    tool_latency_s: dict[str, list[float]] = Field(default_factory=dict)
+    wall_time_s: float = 0.0
+    timeline: list[TimelineEntry] = Field(default_factory=list)
+
+
+class AgentResult(BaseModel):
+    """What one (operation, node) job produced; ``changed_files`` is checked against the workspace."""
+
+    status: AgentStatus
+    operation: str
+    node_id: str
+    workspace_id: str | None = None
+    changed_files: list[str] = Field(default_factory=list)
+    summary: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    telemetry: AgentTelemetry = Field(default_factory=AgentTelemetry)
