@@ -60,7 +60,9 @@ def main() -> int:
     print(f"files          {result.files} read, {len(files)} parsed cleanly")
     print(f"nodes          remora {len(result.nodes)}  ast {ast_nodes}")
     print(f"problems       {len(result.problems)}")
-    print(f"median time    remora {remora_median:.2f}s  ast {ast_median:.2f}s  ({args.rounds} rounds)")
+    print(
+        f"median time    remora {remora_median:.2f}s  ast {ast_median:.2f}s  ({args.rounds} rounds)"
+    )
     print(f"ratio          remora/ast = {remora_median / ast_median:.2f}  (target <= 0.50)")
     return 0
 

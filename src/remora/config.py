@@ -332,7 +332,7 @@ def load_config(
     layers.append(("environment", env_overrides(environ)))
     layers.append(("flag", dict(overrides or {})))
 
-    merged: dict[str, Any] = {}
+    merged: dict[str, Any] = RemoraConfig().model_dump(mode="json", exclude_none=True)
     for _, data in layers:
         merged = deep_merge(merged, data)
     config = _validate(merged, layers)

@@ -198,6 +198,7 @@ def parse_source(
             start_byte, end_byte = offset, len(source)
         else:
             start_byte, end_byte = _line_bounds(source, item.start + offset, item.end + offset)
+            start_byte = max(start_byte, offset)
         text = source[start_byte:end_byte].decode("utf-8")
         seen[(item.kind, item.qualname)] += 1
         nodes.append(

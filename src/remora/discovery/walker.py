@@ -19,8 +19,6 @@ DEFAULT_IGNORES = (
     ".hg/",
     ".svn/",
     ".venv/",
-    "venv/",
-    ".env/",
     "__pycache__/",
     ".remora/",
     "node_modules/",
@@ -35,6 +33,8 @@ DEFAULT_IGNORES = (
     ".ruff_cache/",
 )
 
+# Besides these names, any directory holding a pyvenv.cfg (a virtual environment,
+# whatever it is called) is skipped; a package merely named "venv" is not.
 PROJECT_MARKERS = ("remora.yaml", "remora.yml", "pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
@@ -166,7 +166,7 @@ def _walk(
                 problems.append(_problem("DISC_105", path, root, f"cannot stat: {exc}"))
             continue
         if stat.S_ISDIR(mode):
-            if rules.ignored(path, is_dir=True):
+            if rules.ignored(path, is_dir=True) or (path / "pyvenv.cfg").exists():
                 continue
             yield from _walk(path, rules, options, problems, seen, root, ancestry)
         elif stat.S_ISREG(mode) and entry.name.endswith((".py", ".pyi")):

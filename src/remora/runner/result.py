@@ -44,7 +44,7 @@ class AgentTelemetry(BaseModel):
 
 
 class AgentResult(BaseModel):
-    """What one (operation, node) job produced; ``changed_files`` is checked against the workspace."""
+    """What one (operation, node) job produced; ``changed_files`` is checked against the store."""
 
     status: AgentStatus
     operation: str
