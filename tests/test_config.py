@@ -173,3 +173,13 @@ def test_bad_env_name() -> None:
 def test_empty_file_means_defaults(tmp_path: Path) -> None:
     write(tmp_path / "remora.yaml", "")
     assert load_config(tmp_path, environ={}).config == RemoraConfig()
+
+
+def test_relative_paths_in_a_file_are_relative_to_that_file(tmp_path: Path) -> None:
+    write(
+        tmp_path / "remora.yaml",
+        "agents:\n  dirs: [my_agents, /abs/agents]\nmodel:\n  path: models/m.gguf\n",
+    )
+    config = load_config(tmp_path / "sub", environ={}).config
+    assert config.agents.dirs == [tmp_path.resolve() / "my_agents", Path("/abs/agents")]
+    assert config.model.path == tmp_path.resolve() / "models" / "m.gguf"

@@ -234,6 +234,29 @@ def read_config_file(path: Path) -> dict[str, Any]:
             f"{path} must hold a mapping of sections, got {type(data).__name__}",
             "start the file with a section such as 'runner:'",
         )
+    return _anchor_paths(data, path.parent.resolve())
+
+
+_PATH_KEYS = (("model", "path"), ("events", "path"))
+_PATH_LIST_KEYS = (("agents", "dirs"),)
+
+
+def _anchor_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative paths in a config file mean relative to that file, not to the cwd."""
+
+    def anchor(value: Any) -> Any:
+        if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+            return str(base / value)
+        return value
+
+    for section, key in _PATH_KEYS:
+        block = data.get(section)
+        if isinstance(block, dict) and key in block:
+            block[key] = anchor(block[key])
+    for section, key in _PATH_LIST_KEYS:
+        block = data.get(section)
+        if isinstance(block, dict) and isinstance(block.get(key), list):
+            block[key] = [anchor(item) for item in block[key]]
     return data
 
 

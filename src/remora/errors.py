@@ -54,19 +54,43 @@ class DiscoveryError(RemoraError):
 
 
 class AgentDefinitionError(RemoraError):
-    """A subagent YAML file or one of its .pym scripts is invalid (AGENT_xxx)."""
+    """A subagent YAML file or one of its .pym scripts is invalid.
+
+    AGENT_001 agent file/dir missing or unreadable, or no agents in a dir; AGENT_002 not
+    valid YAML or not a mapping; AGENT_003 missing/unknown/invalid key; AGENT_004 tool-set
+    rules (one terminal submit_result, unique names); AGENT_005 node_context does not
+    compile or uses an unknown variable; AGENT_006 .pym or adapter file missing/unreadable;
+    AGENT_007 .pym fails the checker; AGENT_008 inputs_override does not fit the script;
+    AGENT_009 context provider input cannot be filled; AGENT_010 unknown tool name;
+    AGENT_011 duplicate agent name in one directory; AGENT_012 node_context render failed.
+    """
 
     prefix = "AGENT"
 
 
 class ToolError(RemoraError):
-    """A tool or host capability failed in a way the caller must handle (TOOL_xxx)."""
+    """A tool or host capability failed in a way the caller must handle.
+
+    TOOL_1xx-7xx are raised by host capabilities (see ``remora.tools.capabilities``);
+    TOOL_901 the tool sandbox (Monty worker pool) cannot start.
+    """
 
     prefix = "TOOL"
 
 
 class WorkspaceError(RemoraError):
-    """A workspace operation failed: unknown id, conflict, bad path (WS_xxx)."""
+    """A workspace, review or run-manifest operation failed (WS_xxx).
+
+    WS_001 invalid path or one escaping the project, WS_002 unknown or malformed
+    workspace id, WS_003 workspace in the wrong state (accept twice, undo before accept,
+    reject after accept), WS_004 accept refused: conflict with changes made in the
+    project since, WS_005 undo refused: the file changed since the accept, WS_006 path
+    clash (a directory or file in the way, or Remora's state directory), WS_007 workspace
+    storage unreadable, WS_008 interactive review needs a terminal, WS_009 unknown run
+    id or no runs, WS_010 run manifest unreadable, WS_011 review lock held by another
+    process too long, WS_012 workspace already exists, WS_013 workspace used after
+    close, WS_014 an interrupted accept/undo cannot be completed.
+    """
 
     prefix = "WS"
 

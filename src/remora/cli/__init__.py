@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from remora.cli import agents as _agents  # noqa: F401
 from remora.cli import config as _config  # noqa: F401  (registers commands)
 from remora.cli import discovery as _discovery  # noqa: F401
 from remora.cli._app import app, err_console

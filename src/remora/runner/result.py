@@ -34,6 +34,9 @@ class AgentTelemetry(BaseModel):
     repeats: int = 0
     stall_triggers: dict[str, int] = Field(default_factory=dict)
     requeries: int = 0
+    context_trims: int = Field(
+        default=0, description="History messages summarized or dropped to fit the context."
+    )
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0

@@ -7,6 +7,7 @@ to one job. The copy-on-write overlay implements it; so can a test double.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
@@ -81,11 +82,12 @@ class FileStore(Protocol):
         """Paths this store has written or deleted relative to the project, sorted."""
         ...
 
-    def materialize(self) -> AbstractContextManager[Path]:
+    def materialize(self, writable: Iterable[str] = ()) -> AbstractContextManager[Path]:
         """A real directory that looks like the project after accepting this store's changes.
 
         For subprocess tools (ruff, pytest, calling a function). Files the subprocess
         writes there are captured back into the store when the context exits; the
-        project itself is never written.
+        project itself is never written. ``writable`` names paths (files or directories)
+        the subprocess will write, which must be real copies rather than links.
         """
         ...

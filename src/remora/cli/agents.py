@@ -1,0 +1,139 @@
+"""``remora list-agents`` and ``remora validate-agents``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from remora.cli._app import ConfigFileOption, OutputFormat, SetOption, app, console, load
+from remora.config import RemoraConfig
+from remora.definitions import AgentCheck, agent_sources, check_agents
+
+
+@app.command("list-agents")
+def list_agents_command(
+    output: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
+    ] = OutputFormat.table,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """List the agents Remora can run: node types, tools and their effects, adapter, status.
+
+    Agents come from the bundled set plus every folder in agents.dirs; a user agent with
+    the same name as a bundled one replaces it. The status column runs the same checks
+    as validate-agents.
+
+    Example: remora list-agents --set 'agents.dirs=[my_agents]' --format json
+    """
+    config = load(None, config_file, assignments).config
+    checks = check_agents(agent_sources(config.agents.dirs))
+    rows = [_describe(check, checks, config) for check in checks]
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    table = Table(title=f"{len(rows)} agent(s)")
+    table.add_column("agent", style="bold")
+    table.add_column("node types")
+    table.add_column("tools (effect)", no_wrap=True)
+    table.add_column("turns", justify="right")
+    table.add_column("adapter", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    for row in rows:
+        origin = "bundled" if row["source"] == "bundled" else "user"
+        agent = f"{row['name']}\n[dim]{origin}[/dim]"
+        if row["operations"]:
+            agent += f"\n[cyan]ops: {', '.join(row['operations'])}[/cyan]"
+        tools = "\n".join(f"{tool['name']} ({tool['effect']})" for tool in row["tools"])
+        status = "[green]ok[/green]" if row["ok"] else f"[red]{len(row['problems'])} problem(s)"
+        if row["shadowed_by"]:
+            status += "\n[dim]shadowed[/dim]"
+        table.add_row(
+            agent,
+            ", ".join(row["applies_to"]),
+            tools,
+            str(row["max_turns"] or ""),
+            Path(row["adapter"]).name if row["adapter"] else "base model",
+            status,
+        )
+    console.print(table)
+
+
+def _describe(check: AgentCheck, checks: list[AgentCheck], config: RemoraConfig) -> dict[str, Any]:
+    definition = check.definition
+    later = checks[checks.index(check) + 1 :]
+    shadow = next(
+        (other.source for other in later if other.definition and other.name == check.name), None
+    )
+    operations = [
+        name
+        for name, operation in config.operations.items()
+        if (operation.agent or name) == check.name
+    ]
+    return {
+        "name": check.name,
+        "path": str(check.path),
+        "source": check.source,
+        "applies_to": list(definition.applies_to) if definition else [],
+        "max_turns": definition.max_turns if definition else None,
+        "adapter": str(definition.model) if definition and definition.model else None,
+        "tools": [
+            {"name": tool.name, "effect": tool.effect, "description": tool.description}
+            for tool in (definition.tools if definition else [])
+        ],
+        "operations": operations,
+        "ok": check.ok,
+        "problems": [problem.render() for problem in check.problems],
+        "shadowed_by": shadow,
+    }
+
+
+@app.command("validate-agents")
+def validate_agents_command(
+    directory: Annotated[
+        Path | None,
+        typer.Argument(
+            help="An agent folder or a folder of agent folders (default: bundled + agents.dirs)."
+        ),
+    ] = None,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Check agent definitions and every .pym tool they use; exit 1 on any problem.
+
+    Checks the YAML schema, the tool set (exactly one terminal submit_result), the
+    node_context template, inputs_override, context providers, adapters, and runs the
+    .pym checker on every script, reporting each problem as CODE: message (hint) with
+    file:line for script problems.
+
+    Example: remora validate-agents my_agents/
+    """
+    if directory is not None:
+        sources = [(str(directory), directory)]
+    else:
+        sources = agent_sources(load(None, config_file, assignments).config.agents.dirs)
+    checks = check_agents(sources)
+    failed = [check for check in checks if not check.ok]
+    for check in checks:
+        if check.ok:
+            assert check.definition is not None
+            tools = ", ".join(f"{tool.name} ({tool.effect})" for tool in check.definition.tools)
+            console.print(
+                f"[green]ok[/green]   {check.name}  [dim]{check.path}[/dim]\n       tools: {tools}",
+                highlight=False,
+            )
+            continue
+        console.print(f"[red]FAIL[/red] {check.name}  [dim]{check.path}[/dim]", highlight=False)
+        for problem in check.problems:
+            console.print(
+                f"       {problem.render()}", markup=False, highlight=False, soft_wrap=True
+            )
+    summary = f"{len(checks)} agent(s) checked, {len(failed)} with problems"
+    console.print(summary if failed else f"{summary}: all valid", highlight=False)
+    if failed:
+        raise typer.Exit(1)

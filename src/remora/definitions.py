@@ -1,0 +1,603 @@
+"""Subagent definitions: the YAML schema of an agent, loading and validation.
+
+An agent lives in a folder ``<name>/`` holding ``<name>.yaml``, its ``tools/*.pym``,
+optional ``context/*.pym`` providers and ``adapters/*.gguf``. Bundled agents ship as
+package data under ``remora/agents/``; ``agents.dirs`` in the config adds user folders,
+each either one agent folder or a folder of agent folders. A user agent shadows a
+bundled one with the same name (later directories win).
+
+Loading validates everything DESIGN.md asks for: the schema (unknown keys are errors),
+exactly one terminal tool and it is named ``submit_result``, unique tool names, a
+``node_context`` Jinja2 template that compiles and only uses the variables in
+:data:`NODE_CONTEXT_VARIABLES`, every ``.pym`` passing the checker, ``inputs_override``
+naming real model-facing inputs, context providers whose inputs can be filled, and a
+declared LoRA adapter that exists. Paths in the YAML are relative to the agent folder.
+
+Error codes (``AgentDefinitionError``):
+
+- AGENT_001 agent file or directory missing or unreadable, or no agents in a directory
+- AGENT_002 the file is not valid YAML or not a mapping
+- AGENT_003 a key is missing, unknown or has a wrong value
+- AGENT_004 tool-set rules: one terminal tool named submit_result, unique tool names
+- AGENT_005 the node_context template does not compile or uses an unknown variable
+- AGENT_006 a .pym script or adapter file is missing or unreadable
+- AGENT_007 a .pym script fails the checker (the PYM codes of ``remora.tools.pym``)
+- AGENT_008 inputs_override does not fit the script's inputs
+- AGENT_009 a context provider needs an input neither the runner nor its tool provides
+- AGENT_010 no tool with the requested name
+- AGENT_011 two agents with the same name in one directory
+- AGENT_012 rendering node_context failed at run time (a variable was not passed)
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+import yaml
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from remora.config import NodeType
+from remora.errors import AgentDefinitionError
+from remora.model.base import ToolSpec
+from remora.tools.capabilities import Capability
+from remora.tools.pym import (
+    SYSTEM_INPUTS,
+    PymScript,
+    check_script_file,
+    load_pym,
+    override_problems,
+)
+
+__all__ = [
+    "BUNDLED_AGENTS_DIR",
+    "NODE_CONTEXT_VARIABLES",
+    "TERMINAL_TOOL",
+    "AgentCheck",
+    "Effect",
+    "InitialContext",
+    "SubagentDefinition",
+    "ToolDefinition",
+    "agent_files",
+    "agent_sources",
+    "check_agent",
+    "check_agents",
+    "load_agent",
+    "load_agents",
+]
+
+BUNDLED_AGENTS_DIR = Path(__file__).resolve().parent / "agents"
+TERMINAL_TOOL = "submit_result"
+NODE_CONTEXT_VARIABLES = (
+    "node_text",
+    "node_name",
+    "node_type",
+    "file_path",
+    "qualname",
+    "node_id",
+    "workspace_id",
+    "operation",
+    "options",
+)
+"""What the runner passes to ``node_context``; ``options`` is the operation's options dict."""
+
+Effect = Literal["read", "write", "terminal"]
+_IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+# --- the YAML as written ------------------------------------------------------------------
+
+
+class _Raw(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _RawModel(_Raw):
+    adapter: str | None = None
+
+
+class _RawTool(_Raw):
+    name: str = Field(pattern=_IDENTIFIER)
+    pym: str = Field(min_length=1)
+    description: str = ""
+    effect: Effect
+    inputs_override: dict[str, Any] = Field(default_factory=dict)
+    context_providers: list[str] = Field(default_factory=list)
+
+
+class InitialContext(_Raw):
+    """The system prompt (plain text) and the per-node user message (Jinja2)."""
+
+    system_prompt: str = Field(min_length=1)
+    node_context: str = Field(min_length=1)
+
+
+class _RawAgent(_Raw):
+    name: str = Field(pattern=_IDENTIFIER)
+    applies_to: list[NodeType] = Field(min_length=1)
+    max_turns: int = Field(ge=1, le=100)
+    model: _RawModel | None = None
+    initial_context: InitialContext
+    tools: list[_RawTool] = Field(min_length=1)
+
+
+# --- the validated definition -----------------------------------------------------------
+
+
+class ToolDefinition(BaseModel):
+    """One tool of an agent, with its script and provider paths resolved."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    pym: Path
+    description: str = ""
+    effect: Effect
+    inputs_override: dict[str, Any] = Field(default_factory=dict)
+    context_providers: list[Path] = Field(default_factory=list)
+
+    def spec(self) -> ToolSpec:
+        """The tool as the model sees it: system inputs hidden, overrides merged."""
+        script = load_pym(self.pym)
+        description = self.description or _first_paragraph(script.doc)
+        return ToolSpec(
+            name=self.name,
+            description=description,
+            parameters=script.parameters_schema(self.inputs_override),
+        )
+
+
+class SubagentDefinition(BaseModel):
+    """A loaded, validated agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    applies_to: list[NodeType]
+    max_turns: int
+    model: Path | None = Field(default=None, description="The LoRA adapter, if the agent has one.")
+    initial_context: InitialContext
+    tools: list[ToolDefinition]
+    directory: Path
+
+    _template: jinja2.Template | None = PrivateAttr(default=None)
+
+    def render_node_context(self, variables: Mapping[str, Any]) -> str:
+        """The first user message for one node (AGENT_012 when a variable is missing)."""
+        try:
+            if self._template is None:
+                self._template = _environment().from_string(self.initial_context.node_context)
+            return self._template.render(**variables)
+        except jinja2.TemplateError as exc:
+            raise AgentDefinitionError(
+                "AGENT_012",
+                f"agent '{self.name}': rendering node_context failed: {exc}",
+                f"pass {', '.join(NODE_CONTEXT_VARIABLES)} or fix the template",
+            ) from None
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [tool.spec() for tool in self.tools]
+
+    def tool(self, name: str) -> ToolDefinition:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        known = ", ".join(tool.name for tool in self.tools)
+        raise AgentDefinitionError(
+            "AGENT_010", f"agent '{self.name}' has no tool '{name}'", f"its tools are: {known}"
+        )
+
+    @property
+    def effects(self) -> dict[str, Effect]:
+        return {tool.name: tool.effect for tool in self.tools}
+
+
+def _first_paragraph(text: str) -> str:
+    return " ".join(text.strip().split("\n\n")[0].split())
+
+
+# --- loading ------------------------------------------------------------------------------
+
+
+@dataclass
+class AgentCheck:
+    """The result of validating one agent file: the definition, or every problem found."""
+
+    path: Path
+    source: str
+    definition: SubagentDefinition | None = None
+    problems: list[AgentDefinitionError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and self.definition is not None
+
+    @property
+    def name(self) -> str:
+        return self.definition.name if self.definition else self.path.stem
+
+
+def load_agent(
+    path: Path, *, registry: Mapping[str, Capability] | None = None
+) -> SubagentDefinition:
+    """Load and validate one agent (its YAML file or its folder); raises the first problem."""
+    check = check_agent(path, registry=registry)
+    if not check.ok:
+        raise _first_problem(check)
+    assert check.definition is not None
+    return check.definition
+
+
+def load_agents(
+    extra_dirs: Sequence[Path] = (), *, registry: Mapping[str, Capability] | None = None
+) -> dict[str, SubagentDefinition]:
+    """Bundled agents plus those in ``extra_dirs``; later directories shadow earlier names."""
+    agents: dict[str, SubagentDefinition] = {}
+    for check in check_agents(agent_sources(extra_dirs), registry=registry):
+        if not check.ok:
+            raise _first_problem(check)
+        assert check.definition is not None
+        agents[check.definition.name] = check.definition
+    return agents
+
+
+def _first_problem(check: AgentCheck) -> AgentDefinitionError:
+    """The first problem of a failed check, its hint pointing at the rest."""
+    first = check.problems[0]
+    more = len(check.problems) - 1
+    if more:
+        where = check.path.parent if check.path.is_file() else check.path
+        note = f"{more} more problem(s): run 'remora validate-agents {where}'"
+        first.hint = f"{first.hint}; {note}" if first.hint else note
+    return first
+
+
+def agent_sources(extra_dirs: Sequence[Path] = ()) -> list[tuple[str, Path]]:
+    """``(label, directory)`` pairs to search, bundled first: what load_agents reads."""
+    return [("bundled", BUNDLED_AGENTS_DIR), *((str(path), Path(path)) for path in extra_dirs)]
+
+
+def agent_files(directory: Path) -> list[Path]:
+    """Agent YAML files under ``directory``: itself an agent folder, or a folder of them."""
+    if not directory.is_dir():
+        raise AgentDefinitionError(
+            "AGENT_001",
+            f"agent directory {directory} does not exist",
+            "check agents.dirs in the config or the path you passed",
+        )
+    own = _agent_file(directory)
+    if own is not None:
+        return [own]
+    return [
+        found
+        for sub in sorted(directory.iterdir())
+        if sub.is_dir() and (found := _agent_file(sub)) is not None
+    ]
+
+
+def _agent_file(directory: Path) -> Path | None:
+    for suffix in (".yaml", ".yml"):
+        candidate = directory / f"{directory.name}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def check_agents(
+    sources: Sequence[tuple[str, Path]], *, registry: Mapping[str, Capability] | None = None
+) -> list[AgentCheck]:
+    """Validate every agent in each ``(label, directory)``; problems are collected, not raised."""
+    checks: list[AgentCheck] = []
+    for label, directory in sources:
+        try:
+            files = agent_files(directory)
+        except AgentDefinitionError as exc:
+            checks.append(AgentCheck(path=directory, source=label, problems=[exc]))
+            continue
+        if not files:
+            problem = AgentDefinitionError(
+                "AGENT_001",
+                f"no agent definitions in {directory}",
+                "an agent is a folder <name>/ holding <name>.yaml",
+            )
+            checks.append(AgentCheck(path=directory, source=label, problems=[problem]))
+            continue
+        seen: dict[str, Path] = {}
+        for path in files:
+            check = check_agent(path, registry=registry, source=label)
+            if check.definition is not None:
+                name = check.definition.name
+                if name in seen:
+                    check.problems.append(
+                        AgentDefinitionError(
+                            "AGENT_011",
+                            f"{path}: agent name '{name}' is already used by {seen[name]}",
+                            "give each agent a unique name",
+                        )
+                    )
+                seen.setdefault(name, path)
+            checks.append(check)
+    return checks
+
+
+def check_agent(
+    path: Path, *, registry: Mapping[str, Capability] | None = None, source: str = ""
+) -> AgentCheck:
+    """Validate one agent file (or folder) and collect every problem."""
+    if path.is_dir():
+        found = _agent_file(path)
+        if found is None:
+            problem = AgentDefinitionError(
+                "AGENT_001",
+                f"{path} holds no {path.name}.yaml",
+                "an agent folder <name>/ must hold <name>.yaml",
+            )
+            return AgentCheck(path=path, source=source, problems=[problem])
+        path = found
+    check = AgentCheck(path=path.resolve(), source=source)
+    raw = _read(check)
+    if raw is None:
+        return check
+    _Validator(check, raw, registry).run()
+    return check
+
+
+def _read(check: AgentCheck) -> _RawAgent | None:
+    path = check.path
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        check.problems.append(
+            AgentDefinitionError(
+                "AGENT_001", f"cannot read agent file {path}: {exc}", "check the path"
+            )
+        )
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        check.problems.append(
+            AgentDefinitionError(
+                "AGENT_002", f"{path} is not valid YAML{where}", "fix the YAML syntax"
+            )
+        )
+        return None
+    if not isinstance(data, dict):
+        check.problems.append(
+            AgentDefinitionError(
+                "AGENT_002",
+                f"{path} must hold a mapping, got {type(data).__name__}",
+                "start with 'name: <agent>' followed by applies_to, max_turns, "
+                "initial_context and tools",
+            )
+        )
+        return None
+    try:
+        return _RawAgent.model_validate(data)
+    except ValidationError as exc:
+        check.problems.extend(_schema_problems(path, data, exc))
+        return None
+
+
+def _schema_problems(
+    path: Path, data: dict[str, Any], exc: ValidationError
+) -> list[AgentDefinitionError]:
+    problems: list[AgentDefinitionError] = []
+    for error in exc.errors():
+        loc = list(error["loc"])
+        key = _key_path(data, loc)
+        kind = error["type"]
+        if kind == "missing":
+            hint = f"add '{loc[-1]}'"
+        elif kind == "extra_forbidden":
+            hint = _unknown_key_hint(loc)
+        else:
+            hint = "see 'Subagent YAML' in DESIGN.md for the expected value"
+        problems.append(AgentDefinitionError("AGENT_003", f"{path}: {key}: {error['msg']}", hint))
+    return problems
+
+
+def _key_path(data: dict[str, Any], loc: list[int | str]) -> str:
+    """``tools[1] (echo).effect`` style path of a validation error."""
+    parts: list[str] = []
+    node: Any = data
+    for part in loc:
+        if isinstance(part, int):
+            label = f"[{part}]"
+            if isinstance(node, list) and part < len(node):
+                node = node[part]
+                if isinstance(node, dict) and isinstance(node.get("name"), str):
+                    label += f" ({node['name']})"
+            parts.append(label)
+        else:
+            parts.append(("." if parts else "") + part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return "".join(parts) or "(top level)"
+
+
+def _unknown_key_hint(loc: list[int | str]) -> str:
+    model: type[BaseModel] = _RawAgent
+    nested: dict[str, type[BaseModel]] = {
+        "tools": _RawTool,
+        "initial_context": InitialContext,
+        "model": _RawModel,
+    }
+    for part in loc[:-1]:
+        if isinstance(part, str) and part in nested:
+            model = nested[part]
+    known = sorted(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    return f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
+
+
+class _PermissiveOptions(dict[str, Any]):
+    """Stands in for operation options when trial-rendering: any key has a value."""
+
+    def __missing__(self, key: str) -> str:
+        return f"<{key}>"
+
+
+def _environment() -> SandboxedEnvironment:
+    return SandboxedEnvironment(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
+    )
+
+
+_SAMPLE_VARIABLES: dict[str, Any] = {
+    "node_text": "def example():\n    return 1\n",
+    "node_name": "example",
+    "node_type": "function",
+    "file_path": "pkg/module.py",
+    "qualname": "example",
+    "node_id": "0123456789abcdef",
+    "workspace_id": "ws-example",
+    "operation": "example",
+}
+
+
+class _Validator:
+    """Turns a schema-valid raw agent into a definition, collecting every rule violation."""
+
+    def __init__(
+        self, check: AgentCheck, raw: _RawAgent, registry: Mapping[str, Capability] | None
+    ) -> None:
+        self.check = check
+        self.raw = raw
+        self.registry = registry
+        self.path = check.path
+        self.directory = check.path.parent
+
+    def problem(self, code: str, message: str, hint: str) -> None:
+        self.check.problems.append(AgentDefinitionError(code, f"{self.path}: {message}", hint))
+
+    def run(self) -> None:
+        self._tool_set()
+        self._template()
+        adapter = self._adapter()
+        tools = [self._tool(index, raw) for index, raw in enumerate(self.raw.tools)]
+        self.check.definition = SubagentDefinition(
+            name=self.raw.name,
+            applies_to=self.raw.applies_to,
+            max_turns=self.raw.max_turns,
+            model=adapter,
+            initial_context=self.raw.initial_context,
+            tools=tools,
+            directory=self.directory,
+        )
+
+    def _tool_set(self) -> None:
+        names = [tool.name for tool in self.raw.tools]
+        for name in sorted({name for name in names if names.count(name) > 1}):
+            self.problem("AGENT_004", f"tools: '{name}' is defined twice", "rename one of them")
+        terminal = [tool.name for tool in self.raw.tools if tool.effect == "terminal"]
+        if terminal != [TERMINAL_TOOL]:
+            found = ", ".join(terminal) or "none"
+            self.problem(
+                "AGENT_004",
+                f"tools: exactly one terminal tool named {TERMINAL_TOOL} is required "
+                f"(terminal tools: {found})",
+                f"add '- name: {TERMINAL_TOOL}' with 'effect: terminal' and make the "
+                "other tools read or write",
+            )
+        elif TERMINAL_TOOL not in names:
+            self.problem("AGENT_004", f"tools: no {TERMINAL_TOOL} tool", "add one")
+
+    def _template(self) -> None:
+        source = self.raw.initial_context.node_context
+        try:
+            template = _environment().from_string(source)
+        except jinja2.TemplateSyntaxError as exc:
+            self.problem(
+                "AGENT_005",
+                f"initial_context.node_context line {exc.lineno}: {exc.message}",
+                "fix the Jinja2 syntax",
+            )
+            return
+        variables = {**_SAMPLE_VARIABLES, "options": _PermissiveOptions()}
+        try:
+            template.render(**variables)
+        except jinja2.UndefinedError as exc:
+            self.problem(
+                "AGENT_005",
+                f"initial_context.node_context: {exc.message}",
+                f"available variables: {', '.join(NODE_CONTEXT_VARIABLES)}",
+            )
+        except jinja2.TemplateError as exc:
+            self.problem("AGENT_005", f"initial_context.node_context: {exc}", "fix the template")
+        except (TypeError, ValueError, ArithmeticError):
+            # Sample values cannot satisfy every expression; only names are checked here.
+            return
+
+    def _adapter(self) -> Path | None:
+        if self.raw.model is None or self.raw.model.adapter is None:
+            return None
+        adapter = (self.directory / self.raw.model.adapter).resolve()
+        if not adapter.is_file():
+            self.problem(
+                "AGENT_006",
+                f"model.adapter: {adapter} does not exist",
+                "train it ('remora train') or remove the 'model' key to use the base model",
+            )
+        return adapter
+
+    def _tool(self, index: int, raw: _RawTool) -> ToolDefinition:
+        where = f"tools[{index}] ({raw.name})"
+        pym = (self.directory / raw.pym).resolve()
+        providers = [(self.directory / item).resolve() for item in raw.context_providers]
+        description = raw.description
+        script = self._script(f"{where}.pym", pym)
+        if script is not None:
+            description = description or _first_paragraph(script.doc)
+            problems = override_problems(script, raw.inputs_override)
+            for text in problems:
+                self.problem(
+                    "AGENT_008",
+                    f"{where}.inputs_override: {text}",
+                    "override only the model-facing inputs the script declares",
+                )
+        for number, provider in enumerate(providers):
+            provider_script = self._script(f"{where}.context_providers[{number}]", provider)
+            if provider_script is None:
+                continue
+            tool_inputs = {decl.name for decl in script.model_inputs} if script else set()
+            for decl in provider_script.inputs:
+                if decl.required and decl.name not in {*SYSTEM_INPUTS, *tool_inputs}:
+                    self.problem(
+                        "AGENT_009",
+                        f"{where}.context_providers[{number}]: {provider.name} needs "
+                        f"'{decl.name}', which is neither a system input nor an input of "
+                        f"{raw.name}",
+                        "give it a default or declare a matching input",
+                    )
+        return ToolDefinition(
+            name=raw.name,
+            pym=pym,
+            description=description,
+            effect=raw.effect,
+            inputs_override=raw.inputs_override,
+            context_providers=providers,
+        )
+
+    def _script(self, where: str, path: Path) -> PymScript | None:
+        """The checked script at ``path`` or None, recording problems."""
+        try:
+            script, diagnostics = check_script_file(path, self.registry)
+        except AgentDefinitionError as exc:
+            self.problem("AGENT_006", f"{where}: {exc.message}", exc.hint or "")
+            return None
+        if diagnostics:
+            lines = "; ".join(diagnostic.render() for diagnostic in diagnostics)
+            self.problem(
+                "AGENT_007",
+                f"{where}: {path.name} fails the .pym checker: {lines}",
+                "fix the script; 'remora validate-agents' lists every problem",
+            )
+            return None
+        return script

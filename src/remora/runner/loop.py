@@ -1,0 +1,487 @@
+"""The agent loop: prompt → model → parse → validate → guard → tool → result → …
+
+One run drives one (operation, node) job against any ``ModelClient``. The whole
+conversation is sent every turn; calls are recovered from whatever format the model
+used, validated against the tool schemas, checked by the stall guards, executed through
+the ``ToolInvoker`` and fed back as ``{"name", "response"}`` results. The run ends when
+``submit_result`` is accepted, when the guards give up (``failed``), or when it is
+cancelled or times out between steps (``interrupted``, workspace untouched). Whatever
+happens, the caller gets an AgentResult with the run's telemetry, and the event stream
+gets an ``agent_done`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from remora.errors import ModelError, RemoraError
+from remora.events import (
+    AgentDoneEvent,
+    Emitter,
+    GuardTriggeredEvent,
+    ModelRequestEvent,
+    ModelResponseEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from remora.model.base import Message, ModelClient, ModelRequest, ModelResponse, ToolCall
+from remora.runner.catalog import SUBMIT_TOOL, LoopTool, ToolCatalog, ToolInvoker
+from remora.runner.guards import REQUERY, CallRecord, GuardFiring, Guards, call_signature
+from remora.runner.history import History, TokenCounter, estimate_tokens
+from remora.runner.parsing import ParseResult, parse_response
+from remora.runner.result import AgentResult, AgentTelemetry, TimelineEntry
+from remora.runner.settings import LoopSettings
+from remora.runner.submit import normalize_path, submitted_result
+from remora.runner.transcript import Transcript
+from remora.runner.validation import CallValidator
+from remora.tools.result import ToolResult
+
+CANCELLED = "RUN_004: the run was cancelled"
+
+
+async def run_agent(
+    *,
+    model: ModelClient,
+    system_prompt: str,
+    node_context: str,
+    tools: Sequence[LoopTool],
+    invoke: ToolInvoker,
+    settings: LoopSettings,
+    operation: str,
+    node_id: str,
+    changed_paths: Callable[[], list[str]],
+    emitter: Emitter,
+    workspace_id: str | None = None,
+    count_tokens: TokenCounter | None = None,
+    conversation_id: str | None = None,
+    adapter: str | None = None,
+    model_id: str | None = None,
+    cancel: asyncio.Event | None = None,
+    transcript_path: Path | None = None,
+    run_id: str | None = None,
+    job_id: str | None = None,
+) -> AgentResult:
+    """Run one agent to a structured result; see the module docstring for the contract.
+
+    Raises ``RunnerError`` (RUN_001) before the first turn when the tools or settings are
+    unusable. ``cancel`` (e.g. set on Ctrl-C) and ``settings.job_timeout`` stop the run
+    between steps with status ``interrupted``; a model call in flight is abandoned, a
+    tool call in flight is allowed to finish. If the task itself is cancelled, the
+    ``agent_done`` event is still emitted before the cancellation propagates.
+    """
+    loop = AgentLoop(
+        model=model,
+        system_prompt=system_prompt,
+        node_context=node_context,
+        tools=tools,
+        invoke=invoke,
+        settings=settings,
+        operation=operation,
+        node_id=node_id,
+        changed_paths=changed_paths,
+        emitter=emitter,
+        workspace_id=workspace_id,
+        count_tokens=count_tokens,
+        conversation_id=conversation_id,
+        adapter=adapter,
+        model_id=model_id,
+        cancel=cancel,
+        transcript_path=transcript_path,
+        run_id=run_id,
+        job_id=job_id,
+    )
+    return await loop.run()
+
+
+class AgentLoop:
+    """The state of one run; use ``run_agent`` unless you need to inspect it afterwards."""
+
+    def __init__(
+        self,
+        *,
+        model: ModelClient,
+        system_prompt: str,
+        node_context: str,
+        tools: Sequence[LoopTool],
+        invoke: ToolInvoker,
+        settings: LoopSettings,
+        operation: str,
+        node_id: str,
+        changed_paths: Callable[[], list[str]],
+        emitter: Emitter,
+        workspace_id: str | None = None,
+        count_tokens: TokenCounter | None = None,
+        conversation_id: str | None = None,
+        adapter: str | None = None,
+        model_id: str | None = None,
+        cancel: asyncio.Event | None = None,
+        transcript_path: Path | None = None,
+        run_id: str | None = None,
+        job_id: str | None = None,
+    ) -> None:
+        self.catalog = ToolCatalog(tools)
+        self.validator = CallValidator(self.catalog.specs)
+        self.settings = settings
+        self.guards = Guards(self.catalog, settings)
+        counter = count_tokens or estimate_tokens
+        catalog_tokens = counter(
+            json.dumps([spec.model_dump() for spec in self.catalog.specs], ensure_ascii=False)
+        )
+        self.history = History(
+            system_prompt,
+            node_context,
+            budget=settings.prompt_budget - catalog_tokens,
+            count_tokens=count_tokens,
+        )
+        self.telemetry = AgentTelemetry()
+        self.model = model
+        self.invoke = invoke
+        self.operation = operation
+        self.node_id = node_id
+        self.workspace_id = workspace_id
+        self.changed_paths = changed_paths
+        self.emitter = emitter
+        self.adapter = adapter
+        self.model_id = model_id
+        self.cancel = cancel
+        self.conversation_id = conversation_id or f"{operation}:{node_id}:{uuid.uuid4().hex[:12]}"
+        self.run_id = run_id
+        self.job_id = job_id
+        self.choices: dict[str, list[Any]] = {}
+        self._transcript_path = transcript_path
+        self._transcript = Transcript(None, "")
+        self._started = 0.0
+        self._deadline = 0.0
+        self._turn = 0
+
+    async def run(self) -> AgentResult:
+        self._started = time.monotonic()
+        self._deadline = self._started + self.settings.job_timeout
+        self._transcript = Transcript(
+            self._transcript_path, f"{self.operation} {self.node_id} ({self.conversation_id})"
+        )
+        try:
+            result = await self._run()
+        except asyncio.CancelledError:
+            self._finish(self._interrupted(CANCELLED))
+            raise
+        except BaseException:
+            self._transcript.close("crashed")
+            raise
+        return self._finish(result)
+
+    async def _run(self) -> AgentResult:
+        while True:
+            stop = self._stop_reason()
+            if stop is not None:
+                return self._interrupted(stop)
+            self._turn += 1
+            turn = self._turn
+            plan, firings = self.guards.plan(turn)
+            self._fire(turn, firings)
+            if plan.stop is not None:
+                return self._failed(plan.stop)
+            allowed = list(plan.allowed) if plan.allowed is not None else None
+            request = ModelRequest(
+                messages=self.history.render(),
+                tools=self.catalog.specs,
+                allowed_tools=allowed,
+                tool_choice=plan.tool_choice,
+                temperature=self.settings.temperature,
+                max_tokens=self.settings.max_tokens,
+                choices=dict(self.choices),
+                conversation_id=self.conversation_id,
+                adapter=self.adapter,
+                model_id=self.model_id,
+            )
+            self._emit(
+                ModelRequestEvent(
+                    turn=turn,
+                    messages=len(request.messages),
+                    allowed_tools=allowed if allowed is not None else list(self.catalog.names),
+                    tool_choice=plan.tool_choice,
+                )
+            )
+            self._transcript.request(turn, request)
+            started = time.perf_counter()
+            try:
+                response = await self._complete(request)
+            except ModelError as exc:
+                self.telemetry.turns = turn
+                return self._failed(exc.render())
+            if response is None:
+                return self._interrupted(self._stop_reason() or CANCELLED)
+            self._record_model(turn, response, time.perf_counter() - started)
+            finished = await self._handle(turn, plan.allowed, response)
+            if finished is not None:
+                return finished
+
+    async def _complete(self, request: ModelRequest) -> ModelResponse | None:
+        """The model's answer, or None when cancel or the deadline came first."""
+        remaining = self._deadline - time.monotonic()
+        if self.cancel is None:
+            try:
+                return await asyncio.wait_for(self.model.complete(request), remaining)
+            except TimeoutError:
+                if time.monotonic() < self._deadline:
+                    raise
+                return None
+        work = asyncio.ensure_future(self.model.complete(request))
+        cancelled = asyncio.ensure_future(self.cancel.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {work, cancelled}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        finally:
+            cancelled.cancel()
+        if work in done:
+            return work.result()
+        work.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await work
+        return None
+
+    def _record_model(self, turn: int, response: ModelResponse, latency: float) -> None:
+        telemetry = self.telemetry
+        telemetry.turns = turn
+        telemetry.model_calls += 1
+        telemetry.prompt_tokens += response.usage.prompt_tokens
+        telemetry.completion_tokens += response.usage.completion_tokens
+        telemetry.cached_prompt_tokens += response.usage.cached_prompt_tokens
+        telemetry.model_latency_s.append(latency)
+        telemetry.timeline.append(
+            TimelineEntry(ts=time.time(), kind="model", name="model", duration_s=latency)
+        )
+
+    async def _handle(
+        self, turn: int, allowed: tuple[str, ...] | None, response: ModelResponse
+    ) -> AgentResult | None:
+        """Parse, validate, guard and execute one response; an AgentResult ends the run."""
+        parsed = parse_response(response)
+        telemetry = self.telemetry
+        self._emit(
+            ModelResponseEvent(
+                turn=turn,
+                finish_reason=response.finish_reason,
+                tool_calls=len(parsed.calls),
+                parse_paths=parsed.paths,
+                prompt_tokens=response.usage.prompt_tokens,
+                completion_tokens=response.usage.completion_tokens,
+                cached_prompt_tokens=response.usage.cached_prompt_tokens,
+                latency_s=telemetry.model_latency_s[-1],
+            )
+        )
+        self._transcript.response(turn, response, parsed.calls)
+        if parsed.textual_pattern:
+            telemetry.textual_tool_call_patterns += 1
+        if not parsed.calls:
+            telemetry.tool_misses += 1
+            self.history.start_turn(
+                Message(role="assistant", content=response.raw_text or response.content)
+            )
+            self._fire(turn, self.guards.end_turn([], _miss(parsed)))
+            return None
+        calls = [
+            call if call.id else call.model_copy(update={"id": f"call_{turn}_{index}"})
+            for index, call in enumerate(parsed.calls)
+        ]
+        for path in parsed.paths:
+            telemetry.parse_paths[path] = telemetry.parse_paths.get(path, 0) + 1
+        self.history.start_turn(Message(role="assistant", content="", tool_calls=calls))
+        records: list[CallRecord] = []
+        firings: list[GuardFiring] = []
+        choices: dict[str, list[Any]] = {}
+        for index, raw_call in enumerate(calls):
+            stop = self._stop_reason()
+            if stop is not None:
+                return self._interrupted(stop)
+            check = self.validator.check(raw_call, allowed)
+            telemetry.coercions += len(check.coercions)
+            if check.error is not None:
+                telemetry.invalid_calls += 1
+                self._reject(turn, raw_call, check.error)
+                continue
+            call = check.call
+            effect = self.catalog.effect(call.name)
+            signature = call_signature(call.name, call.arguments)
+            earlier = self.guards.earlier_result(signature)
+            if earlier is not None:
+                telemetry.repeats += 1
+                firings.append(self.guards.repeated(call.name, signature))
+                records.append(CallRecord(call.name, signature, effect, repeated=True))
+                self.history.add_tool_result(call.name, call.id, earlier)
+                choices.update(earlier.choices)
+                continue
+            result = await self._execute(turn, call, effect)
+            self.guards.remember(signature, effect, result)
+            records.append(CallRecord(call.name, signature, effect))
+            self.history.add_tool_result(call.name, call.id, result)
+            choices.update(result.choices)
+            if call.name == SUBMIT_TOOL and result.outcome != "error":
+                return self._submitted(call.arguments, result, calls[index + 1 :])
+        mistake = None if records else "none of your calls was valid; read the errors above"
+        firings.extend(self.guards.end_turn(records, mistake))
+        self._fire(turn, firings)
+        if records:
+            self.choices = choices
+        return None
+
+    def _reject(self, turn: int, call: ToolCall, error: ToolResult) -> None:
+        self._emit(
+            ToolCallEvent(turn=turn, tool=call.name, effect="invalid", arguments=call.arguments)
+        )
+        self._emit(
+            ToolResultEvent(
+                turn=turn,
+                tool=call.name,
+                outcome=error.outcome,
+                summary=error.summary,
+                duration_s=0.0,
+            )
+        )
+        self._transcript.tool(turn, call.name, call.arguments, error)
+        self.history.add_tool_result(call.name, call.id, error)
+
+    async def _execute(self, turn: int, call: ToolCall, effect: str) -> ToolResult:
+        self._emit(
+            ToolCallEvent(turn=turn, tool=call.name, effect=effect, arguments=call.arguments)
+        )
+        started = time.perf_counter()
+        try:
+            result = await self.invoke(call.name, dict(call.arguments))
+        except RemoraError as exc:
+            result = ToolResult.failure(exc.render())
+        except Exception as exc:
+            result = ToolResult.failure(f"tool {call.name} crashed: {type(exc).__name__}: {exc}")
+        if not isinstance(result, ToolResult):
+            result = ToolResult.failure(f"tool {call.name} returned no ToolResult")
+        duration = time.perf_counter() - started
+        telemetry = self.telemetry
+        telemetry.tool_calls[call.name] = telemetry.tool_calls.get(call.name, 0) + 1
+        telemetry.tool_calls_by_effect[effect] = telemetry.tool_calls_by_effect.get(effect, 0) + 1
+        telemetry.tool_latency_s.setdefault(call.name, []).append(duration)
+        telemetry.timeline.append(
+            TimelineEntry(
+                ts=time.time(), kind="tool", name=call.name, effect=effect, duration_s=duration
+            )
+        )
+        self._emit(
+            ToolResultEvent(
+                turn=turn,
+                tool=call.name,
+                outcome=result.outcome,
+                summary=result.summary,
+                duration_s=duration,
+            )
+        )
+        self._transcript.tool(turn, call.name, call.arguments, result)
+        return result
+
+    def _fire(self, turn: int, firings: Sequence[GuardFiring]) -> None:
+        triggers = self.telemetry.stall_triggers
+        for firing in firings:
+            triggers[firing.guard] = triggers.get(firing.guard, 0) + 1
+            if firing.guard == REQUERY:
+                self.telemetry.requeries += 1
+            self._emit(GuardTriggeredEvent(turn=turn, guard=firing.guard, detail=firing.detail))
+            self._transcript.note(turn, f"guard {firing.guard}: {firing.detail}")
+            if firing.message:
+                self.history.add_note(firing.message)
+
+    def _emit(
+        self,
+        event: ModelRequestEvent
+        | ModelResponseEvent
+        | ToolCallEvent
+        | ToolResultEvent
+        | GuardTriggeredEvent
+        | AgentDoneEvent,
+    ) -> None:
+        if self.run_id is not None or self.job_id is not None:
+            event.run_id = self.run_id
+            event.job_id = self.job_id
+        self.emitter.emit(event)
+
+    def _stop_reason(self) -> str | None:
+        if self.cancel is not None and self.cancel.is_set():
+            return CANCELLED
+        if time.monotonic() >= self._deadline:
+            return f"RUN_005: the job timed out after {self.settings.job_timeout:g}s"
+        return None
+
+    def _changed(self) -> list[str]:
+        return sorted({normalize_path(path) for path in self.changed_paths()})
+
+    def _submitted(
+        self, arguments: dict[str, Any], result: ToolResult, ignored: Sequence[ToolCall]
+    ) -> AgentResult:
+        agent_result = submitted_result(
+            arguments=arguments,
+            tool_result=result,
+            operation=self.operation,
+            node_id=self.node_id,
+            workspace_id=self.workspace_id,
+            changed=self.changed_paths(),
+            telemetry=self.telemetry,
+        )
+        if ignored:
+            agent_result.details["ignored_calls_after_submit"] = [call.name for call in ignored]
+        return agent_result
+
+    def _failed(self, error: str) -> AgentResult:
+        return AgentResult(
+            status="failed",
+            operation=self.operation,
+            node_id=self.node_id,
+            workspace_id=self.workspace_id,
+            changed_files=self._changed(),
+            summary=f"no result submitted after {self.telemetry.turns} turn(s)",
+            error=error,
+            telemetry=self.telemetry,
+        )
+
+    def _interrupted(self, reason: str) -> AgentResult:
+        return AgentResult(
+            status="interrupted",
+            operation=self.operation,
+            node_id=self.node_id,
+            workspace_id=self.workspace_id,
+            changed_files=self._changed(),
+            summary=f"interrupted after {self.telemetry.turns} turn(s); workspace kept",
+            error=reason,
+            telemetry=self.telemetry,
+        )
+
+    def _finish(self, result: AgentResult) -> AgentResult:
+        self.telemetry.wall_time_s = time.monotonic() - self._started
+        self.telemetry.context_trims = self.history.trimmed
+        result.telemetry = self.telemetry
+        self._emit(
+            AgentDoneEvent(
+                operation=self.operation,
+                node_id=self.node_id,
+                status=result.status,
+                summary=result.summary,
+                telemetry=self.telemetry.model_dump(mode="json"),
+            )
+        )
+        self._transcript.close(f"{result.status}: {result.summary} {result.error or ''}".strip())
+        return result
+
+
+def _miss(parsed: ParseResult) -> str:
+    if parsed.problems:
+        return f"your reply could not be read as a function call ({parsed.problems[0]})"
+    if parsed.textual_pattern:
+        return "your reply looked like a function call but could not be read"
+    return "your reply did not contain a function call"

@@ -1,0 +1,344 @@
+"""Docstring text: parse an existing docstring (google, numpy, sphinx) and render a new one.
+
+Pure text, no syntax trees: ``docstrings.py`` decides what goes in (from the signature and
+the body) and where it goes (with libcst). Parsing is forgiving and only has to recover
+what is worth keeping when a docstring is rewritten: the extended description, the
+descriptions of parameters, return value and exceptions, and any other sections verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+
+STYLES = ("google", "numpy", "sphinx")
+
+_GOOGLE_HEADERS = {
+    "args": "params",
+    "arguments": "params",
+    "parameters": "params",
+    "params": "params",
+    "keyword args": "params",
+    "keyword arguments": "params",
+    "returns": "returns",
+    "return": "returns",
+    "yields": "yields",
+    "yield": "yields",
+    "raises": "raises",
+    "exceptions": "raises",
+}
+_KNOWN_HEADERS = {
+    *_GOOGLE_HEADERS,
+    "attributes",
+    "example",
+    "examples",
+    "note",
+    "notes",
+    "see also",
+    "todo",
+    "warning",
+    "warnings",
+    "references",
+    "methods",
+    "other parameters",
+    "receives",
+}
+_GOOGLE_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
+_NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
+_SPHINX_FIELD = re.compile(
+    r"^:(param|parameter|arg|argument|key|keyword|type|returns?|rtype|raises?|except|exception"
+    r"|yields?|ytype|var|ivar|cvar|vartype|meta)\b"
+)
+_ENTRY = re.compile(r"^(\*{0,2}[A-Za-z_][\w.]*)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
+
+
+@dataclass
+class ParsedDocstring:
+    """What an existing docstring says, in style-independent form."""
+
+    style: str
+    summary: str = ""
+    description: str = ""
+    params: dict[str, str] = field(default_factory=dict)
+    returns: str = ""
+    yields: str = ""
+    raises: dict[str, str] = field(default_factory=dict)
+    other_sections: list[str] = field(default_factory=list)
+
+    @property
+    def section_names(self) -> list[str]:
+        """Sections present, style-independent: params, returns, yields, raises, then others."""
+        names = ["params"] if self.params else []
+        names += ["returns"] if self.returns else []
+        names += ["yields"] if self.yields else []
+        names += ["raises"] if self.raises else []
+        others = [section.splitlines()[0].strip(": ").lower() for section in self.other_sections]
+        return names + others
+
+
+@dataclass(frozen=True)
+class DocstringContent:
+    """Everything a rendered docstring holds; descriptions are final text."""
+
+    summary: str
+    description: str = ""
+    params: tuple[tuple[str, str | None, str], ...] = ()
+    returns: tuple[str | None, str] | None = None
+    yields: tuple[str | None, str] | None = None
+    raises: tuple[tuple[str, str], ...] = ()
+    other_sections: tuple[str, ...] = ()
+
+
+def detect_style(text: str) -> str:
+    """google | numpy | sphinx | plain, from the section markup present."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines[:-1]):
+        if line.strip().lower() in _KNOWN_HEADERS and _NUMPY_RULE.match(lines[index + 1]):
+            return "numpy"
+    if any(_SPHINX_FIELD.match(line.strip()) for line in lines):
+        return "sphinx"
+    for line in lines:
+        match = _GOOGLE_HEADER.match(line)
+        if match and match.group(1).strip().lower() in _KNOWN_HEADERS:
+            return "google"
+    return "plain"
+
+
+def parse_docstring(text: str) -> ParsedDocstring:
+    """Split a cleaned docstring (``inspect.cleandoc``) into its parts."""
+    style = detect_style(text)
+    lines = text.splitlines()
+    head_end = len(lines)
+    for index, line in enumerate(lines):
+        if _starts_section(style, lines, index, line):
+            head_end = index
+            break
+    head = "\n".join(lines[:head_end]).strip()
+    summary, _, description = head.partition("\n\n")
+    parsed = ParsedDocstring(
+        style=style, summary=" ".join(summary.split()), description=description.strip()
+    )
+    rest = lines[head_end:]
+    if style == "google":
+        _parse_google(rest, parsed)
+    elif style == "numpy":
+        _parse_numpy(rest, parsed)
+    elif style == "sphinx":
+        _parse_sphinx(rest, parsed)
+    return parsed
+
+
+def _starts_section(style: str, lines: list[str], index: int, line: str) -> bool:
+    if style == "numpy":
+        return (
+            index + 1 < len(lines)
+            and line.strip().lower() in _KNOWN_HEADERS
+            and bool(_NUMPY_RULE.match(lines[index + 1]))
+        )
+    if style == "sphinx":
+        return bool(_SPHINX_FIELD.match(line.strip()))
+    if style == "google":
+        match = _GOOGLE_HEADER.match(line)
+        return bool(match) and match is not None and match.group(1).lower() in _KNOWN_HEADERS
+    return False
+
+
+def _blocks(lines: list[str], is_header: list[bool]) -> list[tuple[str, list[str]]]:
+    blocks: list[tuple[str, list[str]]] = []
+    for line, header in zip(lines, is_header, strict=True):
+        if header:
+            blocks.append((line, []))
+        elif blocks:
+            blocks[-1][1].append(line)
+    return blocks
+
+
+def _entries(body: list[str]) -> list[tuple[str, list[str]]]:
+    """Entries of an indented section body: a line at the base indent and its continuations."""
+    filled = [line for line in body if line.strip()]
+    if not filled:
+        return []
+    base = min(len(line) - len(line.lstrip()) for line in filled)
+    entries: list[tuple[str, list[str]]] = []
+    for line in body:
+        if not line.strip():
+            if entries:
+                entries[-1][1].append("")
+            continue
+        if len(line) - len(line.lstrip()) == base:
+            entries.append((line.strip(), []))
+        elif entries:
+            entries[-1][1].append(line.strip())
+    return entries
+
+
+def _join(first: str, more: list[str]) -> str:
+    return " ".join(part for part in [first, *more] if part).strip()
+
+
+def _parse_google(lines: list[str], parsed: ParsedDocstring) -> None:
+    headers = [_starts_section("google", lines, i, line) for i, line in enumerate(lines)]
+    for header, body in _blocks(lines, headers):
+        kind = _GOOGLE_HEADERS.get(header.strip().rstrip(":").strip().lower())
+        if kind == "params" or kind == "raises":
+            target = parsed.params if kind == "params" else parsed.raises
+            for first, more in _entries(body):
+                match = _ENTRY.match(first)
+                if match:
+                    target[match.group(1).lstrip("*")] = _join(match.group(3), more)
+        elif kind in ("returns", "yields"):
+            text = _join("", [line.strip() for line in body])
+            match = re.match(r"^([\w\[\], .|'\"]+):\s+(.+)$", text)
+            setattr(parsed, kind, match.group(2) if match else text)
+        else:
+            parsed.other_sections.append("\n".join([header, *body]).rstrip())
+
+
+def _parse_numpy(lines: list[str], parsed: ParsedDocstring) -> None:
+    headers = [_starts_section("numpy", lines, i, line) for i, line in enumerate(lines)]
+    for header, body in _blocks(lines, headers):
+        body = body[1:]
+        kind = _GOOGLE_HEADERS.get(header.strip().lower())
+        entries = _entries(body)
+        if kind in ("params", "raises"):
+            target = parsed.params if kind == "params" else parsed.raises
+            for first, more in entries:
+                name = first.split(":", 1)[0].strip()
+                for part in name.split(","):
+                    target[part.strip().lstrip("*")] = _join("", more)
+        elif kind in ("returns", "yields"):
+            setattr(parsed, kind, " ".join(_join("", more) for _, more in entries).strip())
+        else:
+            rule = "-" * len(header.strip())
+            parsed.other_sections.append("\n".join([header, rule, *body]).rstrip())
+
+
+def _parse_sphinx(lines: list[str], parsed: ParsedDocstring) -> None:
+    fields: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.strip().startswith(":"):
+            fields.append((line.strip(), []))
+        elif fields:
+            fields[-1][1].append(line.strip())
+    for first, more in fields:
+        match = re.match(r"^:([^:]+):\s*(.*)$", first)
+        if not match:
+            continue
+        words = match.group(1).split()
+        text = _join(match.group(2), more)
+        kind = words[0]
+        if kind in ("param", "parameter", "arg", "argument", "key", "keyword") and len(words) > 1:
+            parsed.params[words[-1].lstrip("*")] = text
+        elif kind in ("returns", "return"):
+            parsed.returns = text
+        elif kind in ("yields", "yield"):
+            parsed.yields = text
+        elif kind in ("raises", "raise", "except", "exception") and len(words) > 1:
+            parsed.raises[words[-1]] = text
+        elif kind not in ("type", "rtype", "ytype"):
+            parsed.other_sections.append("\n".join([first, *("    " + m for m in more if m)]))
+
+
+def render(content: DocstringContent, style: str, width: int) -> list[str]:
+    """The docstring's lines (no quotes, no outer indentation) in ``style``."""
+    lines = _wrap(content.summary, width)
+    if content.description:
+        for paragraph in content.description.split("\n\n"):
+            lines += ["", *_wrap(paragraph, width)]
+    sections: list[list[str]] = []
+    if style == "google":
+        sections = _google(content, width)
+    elif style == "numpy":
+        sections = _numpy(content, width)
+    else:
+        sphinx = _sphinx(content, width)
+        sections = [sphinx] if sphinx else []
+    sections += [section.splitlines() for section in content.other_sections]
+    for section in sections:
+        lines += ["", *section]
+    return lines
+
+
+def _wrap(text: str, width: int, indent: str = "", first: str = "") -> list[str]:
+    return textwrap.wrap(
+        " ".join(text.split()),
+        width=max(width, 30),
+        initial_indent=indent + first,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [indent + first.rstrip()]
+
+
+def _google(content: DocstringContent, width: int) -> list[list[str]]:
+    sections: list[list[str]] = []
+    if content.params:
+        body = ["Args:"]
+        for name, _, text in content.params:
+            body += _hanging(f"    {name}: ", text, width, "        ")
+        sections.append(body)
+    for title, value in (("Returns:", content.returns), ("Yields:", content.yields)):
+        if value is not None:
+            kind, text = value
+            lead = f"{kind}: " if kind else ""
+            sections.append([title, *_hanging("    " + lead, text, width, "        ")])
+    if content.raises:
+        body = ["Raises:"]
+        for name, text in content.raises:
+            body += _hanging(f"    {name}: ", text, width, "        ")
+        sections.append(body)
+    return sections
+
+
+def _numpy(content: DocstringContent, width: int) -> list[list[str]]:
+    sections: list[list[str]] = []
+    if content.params:
+        body = ["Parameters", "----------"]
+        for name, annotation, text in content.params:
+            body.append(f"{name} : {annotation}" if annotation else name)
+            body += _wrap(text, width, "    ")
+        sections.append(body)
+    for title, value in (("Returns", content.returns), ("Yields", content.yields)):
+        if value is not None:
+            kind, text = value
+            rule = "-" * len(title)
+            sections.append([title, rule, kind or "result", *_wrap(text, width, "    ")])
+    if content.raises:
+        body = ["Raises", "------"]
+        for name, text in content.raises:
+            body += [name, *_wrap(text, width, "    ")]
+        sections.append(body)
+    return sections
+
+
+def _sphinx(content: DocstringContent, width: int) -> list[str]:
+    lines: list[str] = []
+    for name, annotation, text in content.params:
+        lines += _hanging(f":param {name}: ", text, width, "    ")
+        if annotation:
+            lines.append(f":type {name}: {annotation}")
+    for field_name, type_field, value in (
+        ("returns", "rtype", content.returns),
+        ("yields", "ytype", content.yields),
+    ):
+        if value is not None:
+            kind, text = value
+            lines += _hanging(f":{field_name}: ", text, width, "    ")
+            if kind:
+                lines.append(f":{type_field}: {kind}")
+    for name, text in content.raises:
+        lines += _hanging(f":raises {name}: ", text, width, "    ")
+    return lines
+
+
+def _hanging(lead: str, text: str, width: int, indent: str) -> list[str]:
+    """``lead`` + wrapped ``text``, continuation lines at ``indent``."""
+    return textwrap.wrap(
+        " ".join(text.split()),
+        width=max(width, len(lead) + 20),
+        initial_indent=lead,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [lead.rstrip()]

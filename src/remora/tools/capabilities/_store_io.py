@@ -1,0 +1,173 @@
+"""Checked access to the job's FileStore: path rules, text decoding and helpful not-found errors.
+
+Every capability reads and writes through these helpers, so the path policy lives in one
+place: paths are normalised with :func:`normalize_path` (WS_001 for absolute or
+``..``-escaping paths) and resolved with :func:`resolve_inside` (WS_001 for symlinks that
+leave the root) before the store sees them.
+
+Codes: TOOL_101 file or directory not found (the message names nearby entries), TOOL_102
+file is not UTF-8 text, TOOL_103 a directory where a file was expected or the reverse.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import inspect
+import posixpath
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import cast
+
+from remora.errors import ToolError, WorkspaceError
+from remora.tools.capabilities._registry import CapabilityContext
+from remora.workspace.base import normalize_path, resolve_inside
+
+_SHOWN_ENTRIES = 12
+_SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "venv", "site-packages"})
+
+
+def checked_path(ctx: CapabilityContext, path: str, *, allow_root: bool = False) -> str:
+    """``path`` normalised and verified to stay inside the workspace; ``""`` is the root."""
+    if allow_root and isinstance(path, str) and path.strip() in ("", ".", "./"):
+        return ""
+    relative = normalize_path(path)
+    if not relative and not allow_root:
+        raise ToolError("TOOL_103", "the workspace root is a directory, not a file", "name a file")
+    resolve_inside(ctx.store.root, relative)
+    return relative
+
+
+def list_entries(ctx: CapabilityContext, directory: str) -> list[str] | None:
+    """Entries of ``directory`` in the merged view, or None when it is not a directory."""
+    try:
+        return list(ctx.store.list_dir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def is_dir(ctx: CapabilityContext, relative: str) -> bool:
+    """Whether ``relative`` is a directory in the merged view (its parent lists it with '/')."""
+    if not relative:
+        return True
+    parent, name = posixpath.split(relative)
+    entries = list_entries(ctx, parent) if is_dir(ctx, parent) else None
+    return entries is not None and name + "/" in entries
+
+
+def not_found(ctx: CapabilityContext, relative: str, what: str = "file") -> ToolError:
+    """TOOL_101 naming the closest existing entries, so the caller can correct the path."""
+    parent = posixpath.dirname(relative)
+    while parent and not is_dir(ctx, parent):
+        parent = posixpath.dirname(parent)
+    entries = list_entries(ctx, parent) or []
+    wanted = relative[len(parent) :].lstrip("/").split("/", 1)[0]
+    close = difflib.get_close_matches(wanted, entries, n=3, cutoff=0.5)
+    where = f"{parent}/" if parent else "the project root"
+    if close:
+        hint = "did you mean " + ", ".join(repr(posixpath.join(parent, c)) for c in close) + "?"
+    elif entries:
+        shown = entries[:_SHOWN_ENTRIES]
+        more = f" and {len(entries) - len(shown)} more" if len(entries) > len(shown) else ""
+        hint = f"{where} contains: {', '.join(shown)}{more}"
+    else:
+        hint = f"{where} is empty; call list_dir to see what exists"
+    return ToolError("TOOL_101", f"{what} '{relative}' does not exist", hint)
+
+
+def read_bytes(ctx: CapabilityContext, path: str) -> tuple[str, bytes]:
+    """(normalised path, content) of an existing file."""
+    relative = checked_path(ctx, path)
+    try:
+        return relative, ctx.store.read(relative)
+    except FileNotFoundError:
+        if is_dir(ctx, relative):
+            raise ToolError(
+                "TOOL_103", f"'{relative}' is a directory", "call list_dir to see its files"
+            ) from None
+        raise not_found(ctx, relative) from None
+    except IsADirectoryError:
+        raise ToolError(
+            "TOOL_103", f"'{relative}' is a directory", "call list_dir to see its files"
+        ) from None
+
+
+def decode_text(relative: str, data: bytes) -> str:
+    """UTF-8 text (a leading BOM dropped), or TOOL_102 for binary and other encodings."""
+    if b"\x00" in data[:8192]:
+        raise ToolError(
+            "TOOL_102", f"'{relative}' is a binary file", "only text files can be read or edited"
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ToolError(
+            "TOOL_102",
+            f"'{relative}' is not UTF-8 text (bad byte at line {line})",
+            "only UTF-8 files can be read or edited",
+        ) from None
+
+
+def read_text(ctx: CapabilityContext, path: str) -> tuple[str, str]:
+    """(normalised path, text) of an existing UTF-8 file."""
+    relative, data = read_bytes(ctx, path)
+    return relative, decode_text(relative, data)
+
+
+def write_text(ctx: CapabilityContext, relative: str, text: str, *, bom: bool = False) -> None:
+    """Store ``text`` as UTF-8 (behind a BOM if asked) at a checked path; not a directory."""
+    if is_dir(ctx, relative):
+        raise ToolError(
+            "TOOL_103", f"'{relative}' is a directory", "give the path of a file inside it"
+        )
+    ctx.store.write(relative, (codecs.BOM_UTF8 if bom else b"") + text.encode("utf-8"))
+
+
+def read_source(ctx: CapabilityContext, path: str) -> tuple[str, str, bool]:
+    """(normalised path, text, whether it had a UTF-8 BOM), for edits that must keep it."""
+    relative, data = read_bytes(ctx, path)
+    return relative, decode_text(relative, data), data.startswith(codecs.BOM_UTF8)
+
+
+def walk_files(ctx: CapabilityContext, directory: str, suffixes: tuple[str, ...] = ()) -> list[str]:
+    """Files under ``directory`` in the merged view, skipping hidden directories and caches."""
+    found: list[str] = []
+    for entry in list_entries(ctx, directory) or []:
+        name = entry.rstrip("/")
+        if name.startswith("."):
+            continue
+        full = posixpath.join(directory, name) if directory else name
+        if entry.endswith("/"):
+            if name not in _SKIPPED_DIRS and _inside(ctx, full):
+                found.extend(walk_files(ctx, full, suffixes))
+        elif (not suffixes or name.endswith(suffixes)) and _inside(ctx, full):
+            found.append(full)
+    return found
+
+
+def _inside(ctx: CapabilityContext, relative: str) -> bool:
+    """Whether ``relative`` stays inside the root (symlinks that leave it are skipped)."""
+    try:
+        resolve_inside(ctx.store.root, relative)
+    except WorkspaceError:
+        return False
+    return True
+
+
+def materialize(
+    ctx: CapabilityContext, writable: Iterable[str] = ()
+) -> AbstractContextManager[Path]:
+    """The store's materialized view, passing ``writable`` paths to stores that accept them.
+
+    The overlay builds views from symlinks into the project and makes the ``writable``
+    paths real copies, so a subprocess writing there cannot reach the project.
+    """
+    method = cast(Callable[..., AbstractContextManager[Path]], ctx.store.materialize)
+    paths = sorted(set(writable))
+    try:
+        accepts = "writable" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        accepts = False
+    return method(writable=paths) if accepts and paths else method()

@@ -1,0 +1,204 @@
+"""``pytest_run``: run the real pytest on the workspace and report per-test outcomes.
+
+pytest runs in a subprocess on a materialized view of the workspace (so the job's edits
+are what gets tested), with a scrubbed environment, no cache provider, no bytecode and a
+hard timeout. Outcomes come from the JUnit XML report written to a temporary directory
+outside the view; collection errors are reported per file and do not stop other files.
+
+Codes: TOOL_101 a path to test does not exist, TOOL_104 an unusable timeout, TOOL_201 pytest
+timed out, TOOL_401 pytest could not run (usage or internal error, or no report written).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+from remora.errors import ToolError
+from remora.tools.capabilities._registry import CapabilityContext, capability
+from remora.tools.capabilities._store_io import checked_path, is_dir, materialize, not_found
+from remora.tools.capabilities._subprocess import python_command, run_command, scrubbed_env
+from remora.tools.capabilities._values import as_float
+
+MAX_TESTS = 200
+_MESSAGE_LIMIT = 500
+_DETAIL_LINES = 15
+_DETAIL_LIMIT = 1500
+_OUTCOMES = ("passed", "failed", "error", "skipped")
+
+
+@capability
+def pytest_run(
+    ctx: CapabilityContext, paths: list[str] | str, timeout: float | None = None
+) -> dict[str, Any]:
+    """Run pytest on test files, directories or node ids and return each test's outcome.
+
+    An empty list runs what the project's own configuration (``testpaths``) selects. Each test
+    has nodeid, outcome (passed, failed, error, skipped), message and duration; ``totals``
+    counts them and ``collection_errors`` lists files that could not be imported.
+    """
+    targets = _targets(ctx, paths)
+    limit = ctx.config.subprocess_timeout
+    seconds = limit if timeout is None else min(as_float(timeout, "timeout"), limit)
+    writable = [d for d in (_directory_of(ctx, t.partition("::")[0]) for t in targets) if d]
+    with materialize(ctx, writable) as view, tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.xml"
+        home = Path(tmp) / "home"
+        home.mkdir()
+        argv = python_command(
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            "-o",
+            "junit_family=xunit1",
+            "-o",
+            "junit_logging=no",
+            f"--rootdir={view}",
+            "--continue-on-collection-errors",
+            "--no-header",
+            "-q",
+            *(_in_view(view, target) for target in targets),
+        )
+        source = view / "src"
+        pythonpath = [view, source] if source.is_dir() else [view]
+        result = run_command(
+            argv,
+            cwd=view,
+            env=scrubbed_env(home, pythonpath),
+            timeout=seconds,
+            what="pytest",
+        )
+        xml_text = report.read_text(encoding="utf-8") if report.is_file() else None
+    output_tail = "\n".join(result.stdout.strip().splitlines()[-20:])
+    if result.returncode in (3, 4) or xml_text is None:
+        detail = (result.stderr.strip() or output_tail).splitlines()[-3:]
+        raise ToolError(
+            "TOOL_401",
+            f"pytest could not run (exit code {result.returncode}): {' | '.join(detail)}",
+            "check the paths and the project's pytest configuration",
+        )
+    tests, collection_errors = parse_junit(xml_text)
+    totals = {outcome: 0 for outcome in _OUTCOMES}
+    for test in tests:
+        totals[test["outcome"]] += 1
+    totals["total"] = len(tests)
+    return {
+        "exit_code": result.returncode,
+        "ok": result.returncode == 0,
+        "totals": totals,
+        "tests": tests[:MAX_TESTS],
+        "tests_truncated": len(tests) > MAX_TESTS,
+        "collection_errors": collection_errors,
+        "duration": round(result.duration, 3),
+        "output_tail": output_tail if not tests else "",
+    }
+
+
+def _targets(ctx: CapabilityContext, paths: list[str] | str) -> list[str]:
+    """Checked ``path[::test]`` targets; files and directories must exist in the workspace."""
+    items = [paths] if isinstance(paths, str) else list(paths)
+    targets: list[str] = []
+    for item in items:
+        file_part, sep, rest = str(item).partition("::")
+        relative = checked_path(ctx, file_part, allow_root=True)
+        if not is_dir(ctx, relative) and not ctx.store.exists(relative):
+            raise not_found(ctx, relative, "test path")
+        targets.append(relative + sep + rest)
+    return targets
+
+
+def _directory_of(ctx: CapabilityContext, relative: str) -> str:
+    """The directory a test target lives in: tests may write next to themselves."""
+    return relative if is_dir(ctx, relative) else posixpath.dirname(relative)
+
+
+def _in_view(view: Path, target: str) -> str:
+    """An absolute target inside the view, so no path can be read as a pytest option."""
+    file_part, sep, rest = target.partition("::")
+    return str(view / file_part if file_part else view) + sep + rest
+
+
+def parse_junit(xml_text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(tests, collection errors) from a pytest JUnit report in the xunit1 family."""
+    try:
+        root = ElementTree.fromstring(xml_text)
+    except ElementTree.ParseError as exc:
+        raise ToolError(
+            "TOOL_401", f"pytest wrote an unreadable report: {exc}", "run the tests again"
+        ) from None
+    tests: list[dict[str, Any]] = []
+    collection_errors: list[dict[str, Any]] = []
+    for case in root.iter("testcase"):
+        classname = case.get("classname", "")
+        name = case.get("name", "")
+        file = case.get("file", "")
+        problem = next(
+            (child for child in case if child.tag in ("failure", "error", "skipped")), None
+        )
+        if not classname and problem is not None and problem.tag == "error":
+            collection_errors.append(
+                {
+                    "path": file or name.replace(".", "/") + ".py",
+                    "message": _error_lines(problem.text or "") or problem.get("message", ""),
+                }
+            )
+            continue
+        outcome, message, details = "passed", None, None
+        if problem is not None:
+            outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[problem.tag]
+            message = problem.get("message") or None
+            if problem.get("type") == "pytest.xfail":
+                message = "expected failure (xfail)" + (f": {message}" if message else "")
+            if outcome != "skipped":
+                message = message or _error_lines(problem.text or "")
+                details = _details(problem.text or "")
+        tests.append(
+            {
+                "nodeid": _nodeid(file, classname, name),
+                "outcome": outcome,
+                "message": message[:_MESSAGE_LIMIT] if message else None,
+                "details": details,
+                "duration": _seconds(case.get("time")),
+            }
+        )
+    return tests, collection_errors
+
+
+def _nodeid(file: str, classname: str, name: str) -> str:
+    """``file::Class::test`` rebuilt from the file attribute and the dotted classname."""
+    parts = classname.split(".") if classname else []
+    if file:
+        stem = posixpath.splitext(posixpath.basename(file))[0]
+        module = posixpath.splitext(file)[0].replace("/", ".")
+        if classname == module or classname.startswith(module + "."):
+            classes = classname[len(module) + 1 :].split(".") if classname != module else []
+        elif stem in parts:
+            classes = parts[len(parts) - parts[::-1].index(stem) :]
+        else:
+            classes = []
+        return "::".join([file, *[c for c in classes if c], name])
+    return "::".join([*parts, name])
+
+
+def _error_lines(text: str) -> str:
+    """The ``E   ...`` lines pytest uses for the essence of an error."""
+    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("E ")]
+    return " ".join(lines)[:_MESSAGE_LIMIT]
+
+
+def _details(text: str) -> str | None:
+    lines = text.strip().splitlines()[-_DETAIL_LINES:]
+    joined = "\n".join(lines)
+    return joined[-_DETAIL_LIMIT:] if joined else None
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return round(float(value or 0.0), 3)
+    except ValueError:
+        return 0.0
