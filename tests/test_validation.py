@@ -106,6 +106,15 @@ def test_unexpected_argument_is_named_with_the_expected_ones() -> None:
     assert "unexpected argument 'pth' (expected: limit, path)" in (result.error.error or "")
 
 
+def test_misspelt_argument_reports_both_problems_and_a_guess() -> None:
+    result = check("read_file", pth="a.py")
+    assert result.error is not None
+    text = result.error.error or ""
+    assert "missing required argument 'path'" in text
+    assert "unexpected argument 'pth'" in text
+    assert "did you mean 'path'?" in text
+
+
 def test_wrong_type_names_field_and_value() -> None:
     result = check("apply_fix", code="E501", line="twelve")
     assert result.error is not None

@@ -30,6 +30,7 @@ from remora.tools.result import ToolResult
 _INT_TEXT = re.compile(r"\s*[+-]?\d+\s*\Z")
 _NUMBER_TEXT = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*\Z")
 _NAME_PREFIXES = ("functions.", "function.", "tools.", "tool.")
+_MAX_PROBLEMS = 3
 _MAX_PASSES = 4
 
 
@@ -178,8 +179,12 @@ def _validate(
         errors = list(validator.iter_errors(working))
         if not errors:
             return working, fixed, None
-    best = min(errors, key=_error_rank)
-    return working, fixed, _describe(best)
+    problems: list[str] = []
+    for error in sorted(errors, key=_error_rank):
+        text = _describe(error)
+        if text not in problems:
+            problems.append(text)
+    return working, fixed, "; ".join(problems[:_MAX_PROBLEMS])
 
 
 def _error_rank(error: ValidationError) -> tuple[int, int]:
@@ -304,7 +309,9 @@ def _describe(error: ValidationError) -> str:
         extra = sorted(set(instance) - set(known))
         if extra:
             expected = ", ".join(known) if known else "no arguments"
-            return f"unexpected argument '{prefix}{extra[0]}' (expected: {expected})"
+            close = difflib.get_close_matches(extra[0], known, n=1)
+            guess = f"; did you mean '{prefix}{close[0]}'?" if close else ""
+            return f"unexpected argument '{prefix}{extra[0]}' (expected: {expected}){guess}"
     if not field:
         return error.message
     if error.validator == "type":

@@ -1,0 +1,91 @@
+"""run_job: a real agent definition, the real tool runtime, a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from remora.config import RemoraConfig
+from remora.definitions import load_agents
+from remora.discovery import discover
+from remora.events import CollectingEmitter
+from remora.job import Job, run_job
+from remora.testing import ScriptedModel, call
+from remora.tools.runtime import ToolRuntime
+from tests.stores import MemoryOverlayStore
+
+SAMPLE = Path(__file__).parent.parent / "examples" / "sample_project"
+
+
+def sample_node(qualname: str):  # type: ignore[no-untyped-def]
+    result = discover([SAMPLE])
+    return next(node for node in result.nodes if node.qualname == qualname)
+
+
+def test_harness_episode_end_to_end() -> None:
+    config = RemoraConfig()
+    agent = load_agents()["harness"]
+    node = sample_node("apply_discount")
+    model = ScriptedModel(
+        [
+            "<start_function_call>call:echo{text:<escape>apply_discount<escape>}"
+            "<end_function_call>",
+            call("submit_result", summary="echo returned apply_discount"),
+        ]
+    )
+    emitter = CollectingEmitter()
+    store = MemoryOverlayStore(SAMPLE)
+    job = Job(agent=agent, node=node, operation="harness", run_id="r1", job_id="j1")
+    with ToolRuntime(config.tools, emitter) as runtime:
+        result = asyncio.run(
+            run_job(job, model=model, runtime=runtime, store=store, config=config, emitter=emitter)
+        )
+    assert result.status == "success", result.error
+    assert result.summary.endswith("echo returned apply_discount")
+    assert result.telemetry.parse_paths == {"functiongemma": 1, "native": 1}
+    assert result.changed_files == []
+
+    first, second = model.requests
+    node_context = first.messages[1].content
+    assert "function `apply_discount` in inventory/pricing.py" in node_context
+    assert "def apply_discount(price_cents, percent):" in node_context
+    assert len(second.messages) == len(first.messages) + 2
+    tool_message = second.messages[-1]
+    response = json.loads(tool_message.content)
+    assert response["name"] == "echo"
+    assert response["response"]["result"] == "apply_discount"
+    assert "Working on function apply_discount" in response["response"]["summary"]
+    assert {event.type for event in emitter.events} >= {"tool_call", "tool_result", "agent_done"}
+
+
+def test_system_prompt_override_and_invalid_call_recovery() -> None:
+    config = RemoraConfig()
+    agent = load_agents()["harness"]
+    model = ScriptedModel(
+        [
+            call("echo", txt="wrong key"),
+            call("echo", text="Item"),
+            call("submit_result", summary="done", status="success"),
+        ]
+    )
+    store = MemoryOverlayStore(SAMPLE)
+    job = Job(agent=agent, node=sample_node("Item"), operation="harness")
+    with ToolRuntime(config.tools) as runtime:
+        result = asyncio.run(
+            run_job(
+                job,
+                model=model,
+                runtime=runtime,
+                store=store,
+                config=config,
+                system_prompt="Variant prompt.",
+            )
+        )
+    assert result.status == "success"
+    assert model.requests[0].messages[0].content.startswith("Variant prompt.")
+    assert result.telemetry.invalid_calls == 1
+    error_result = json.loads(model.requests[1].messages[-2].content)
+    assert error_result["response"]["outcome"] == "error"
+    assert "txt" in error_result["response"]["error"]
+    assert "echo" in model.requests[1].messages[-1].content
