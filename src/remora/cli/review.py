@@ -1,0 +1,368 @@
+"""``remora runs``, ``review``, ``accept``, ``reject``, ``diff`` and ``undo``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.prompt import Prompt
+from rich.rule import Rule
+from rich.syntax import Syntax
+from rich.table import Table
+
+from remora.cli._app import (
+    ConfigFileOption,
+    OutputFormat,
+    SetOption,
+    app,
+    console,
+    err_console,
+    load,
+)
+from remora.discovery import find_project_root
+from remora.errors import RemoraError, WorkspaceError
+from remora.results import JobRecord, ReviewService
+from remora.workspace import RecoveryReport, WorkspaceManager
+
+ProjectOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--project",
+        "-p",
+        help="Project directory (default: the project containing the current directory).",
+        file_okay=False,
+    ),
+]
+RunOption = Annotated[
+    str | None, typer.Option("--run", "-r", help="Run id (default: the newest run).")
+]
+AllOption = Annotated[
+    bool, typer.Option("--all", help="Every workspace still pending review in the run.")
+]
+OperationOption = Annotated[
+    str | None, typer.Option("--operation", "-o", help="Only jobs of this operation.")
+]
+WorkspaceIds = Annotated[
+    list[str] | None, typer.Argument(help="Workspace ids, as 'remora review' and 'runs' show.")
+]
+
+_CHOICES = ["a", "r", "s", "t", "A", "q"]
+_DECISIONS = {"a": "accepted", "r": "rejected", "s": "skipped", "t": "retry requested"}
+
+
+def _service(
+    project: Path | None, config_file: Path | None, assignments: list[str] | None
+) -> ReviewService:
+    """The project's review service, after recovering anything a crash interrupted."""
+    root = find_project_root(project or Path.cwd())
+    loaded = load(root, config_file, assignments)
+    service = ReviewService(WorkspaceManager.from_config(root, loaded.config.workspace))
+    _report_recovery(service.recover())
+    return service
+
+
+def _report_recovery(report: RecoveryReport) -> None:
+    for workspace_id in report.completed:
+        err_console.print(f"recovered: finished the interrupted accept/undo of {workspace_id}")
+    for workspace_id in report.rolled_back:
+        err_console.print(f"recovered: rolled back the interrupted accept/undo of {workspace_id}")
+    for path in report.skipped_files:
+        err_console.print(f"[yellow]left as is (edited after the interruption):[/] {escape(path)}")
+
+
+def _selected(
+    service: ReviewService,
+    workspace_ids: list[str] | None,
+    run_id: str | None,
+    select_all: bool,
+    operation: str | None,
+) -> list[str]:
+    if workspace_ids and (select_all or run_id):
+        raise typer.BadParameter("give workspace ids, or --all (with --run), not both")
+    if workspace_ids:
+        return workspace_ids
+    if not select_all:
+        raise typer.BadParameter("give workspace ids, or --all to take a whole run")
+    manifest = service.reconcile(service.store.resolve(run_id).run_id)
+    return [job.workspace_id for job in manifest.pending_reviews(operation) if job.workspace_id]
+
+
+def _each(workspace_ids: list[str], action: str, apply: Callable[[str], str]) -> None:
+    """Apply ``apply`` to each id; failures are reported and make the command exit 1."""
+    failures = 0
+    if not workspace_ids:
+        console.print("nothing pending review")
+        return
+    for workspace_id in workspace_ids:
+        try:
+            message = apply(workspace_id)
+        except RemoraError as exc:
+            failures += 1
+            err_console.print(exc.render(), style="red", markup=False, highlight=False)
+            continue
+        console.print(f"[green]{action}[/] {escape(workspace_id)}{escape(message)}")
+    if failures:
+        err_console.print(f"{failures} of {len(workspace_ids)} workspace(s) not {action}")
+        raise typer.Exit(1)
+
+
+def _accept_message(service: ReviewService, workspace_id: str) -> str:
+    report = service.accept(workspace_id)
+    counts = Counter(item.action for item in report.files)
+    parts = [f"{count} {action}" for action, count in sorted(counts.items())]
+    return f": {', '.join(parts) or 'no file changes'}"
+
+
+def _reject_message(service: ReviewService, workspace_id: str) -> str:
+    service.reject(workspace_id)
+    return ""
+
+
+@app.command("runs")
+def runs_command(
+    project: ProjectOption = None,
+    output: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
+    ] = OutputFormat.table,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """List recorded runs, newest first, with how many changes await review.
+
+    Each run's manifest lives in .remora/runs/<run_id>.json. An accept interrupted by a
+    crash is finished (or rolled back) first, so the counts match the files on disk.
+
+    Example: remora runs --format json
+    """
+    service = _service(project, config_file, assignments)
+    summaries = service.store.list()
+    for summary in summaries:
+        if summary.pending:
+            service.reconcile(summary.run_id)
+    summaries = service.store.list()
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+        sys.stdout.write("\n")
+        return
+    if not summaries:
+        console.print("no runs recorded yet; 'remora analyze' creates one")
+        return
+    table = Table(title=f"runs in {service.store.runs_dir}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("run id", no_wrap=True, style="bold")
+    table.add_column("started", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("jobs", no_wrap=True, justify="right")
+    for column in ("pending", "accepted", "rejected"):
+        table.add_column(column, no_wrap=True, justify="right")
+    for summary in summaries:
+        jobs = f"{summary.jobs} ({summary.failed} failed)" if summary.failed else str(summary.jobs)
+        table.add_row(
+            summary.run_id,
+            time.strftime("%m-%d %H:%M", time.localtime(summary.created_at)),
+            summary.status,
+            jobs,
+            f"[bold yellow]{summary.pending}[/]" if summary.pending else "0",
+            str(summary.accepted),
+            str(summary.rejected + summary.retry_requested),
+        )
+    console.print(table)
+
+
+def _show_job(service: ReviewService, job: JobRecord, index: int, total: int) -> bool:
+    """Print a job's header and highlighted diff; False when its workspace is gone."""
+    console.print(Rule(f"[{index}/{total}] {escape(job.operation)} · {escape(job.label)}"))
+    if job.summary:
+        console.print(escape(job.summary))
+    console.print(f"workspace [cyan]{escape(job.workspace_id or '-')}[/]")
+    if job.workspace_id is None:
+        return False
+    try:
+        diffs = service.diff(job.workspace_id)
+    except RemoraError as exc:
+        err_console.print(exc.render(), style="red", markup=False, highlight=False)
+        return False
+    for text in diffs.values():
+        console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+    if not diffs:
+        console.print("(no file changes)")
+    return True
+
+
+def _decide(service: ReviewService, job: JobRecord, choice: str) -> str:
+    workspace_id = job.workspace_id or ""
+    if choice == "a":
+        return "accepted" + _accept_message(service, workspace_id)
+    if choice == "r":
+        service.reject(workspace_id)
+        return "rejected"
+    if choice == "t":
+        service.retry(workspace_id)
+        return "marked for retry (the next run reruns it)"
+    return "skipped"
+
+
+@app.command("review")
+def review_command(
+    run_id: Annotated[
+        str | None, typer.Argument(help="Run to review (default: the newest run).")
+    ] = None,
+    operation: OperationOption = None,
+    project: ProjectOption = None,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Review a run interactively: each change's diff, then accept, reject, skip or retry.
+
+    Changes are grouped by operation, then by file. Keys: a accept, r reject, s skip,
+    t retry (discard and rerun later), A accept this and every other change of the same
+    operation, q quit. Accepting never overwrites your own edits: changed files are
+    merged, and a conflict leaves the project untouched.
+
+    Needs a terminal; in scripts use 'remora diff', 'remora accept' and 'remora reject'.
+
+    Example: remora review --operation docstring
+    """
+    service = _service(project, config_file, assignments)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise WorkspaceError(
+            "WS_008",
+            "remora review is interactive and needs a terminal",
+            "in scripts use 'remora diff WORKSPACE_ID', 'remora accept WORKSPACE_ID...' or "
+            "'remora reject WORKSPACE_ID...' ('--all --run RUN_ID' takes a whole run)",
+        )
+    manifest = service.reconcile(service.store.resolve(run_id).run_id)
+    jobs = manifest.pending_reviews(operation)
+    if not jobs:
+        console.print(f"nothing to review in run {manifest.run_id}")
+        return
+    console.print(f"run {manifest.run_id}: {len(jobs)} change(s) to review")
+    accept_all: set[str] = set()
+    tally: Counter[str] = Counter()
+    for index, job in enumerate(jobs, start=1):
+        if job.operation in accept_all:
+            choice = "a"
+        else:
+            if not _show_job(service, job, index, len(jobs)):
+                continue
+            try:
+                choice = Prompt.ask(
+                    f"[bold]a[/]ccept  [bold]r[/]eject  [bold]s[/]kip  re[bold]t[/]ry  "
+                    f"[bold]A[/]ccept all {escape(job.operation)}  [bold]q[/]uit",
+                    choices=_CHOICES,
+                    console=console,
+                )
+            except EOFError:
+                choice = "q"
+        if choice == "q":
+            break
+        if choice == "A":
+            accept_all.add(job.operation)
+            choice = "a"
+        try:
+            outcome = _decide(service, job, choice)
+        except RemoraError as exc:
+            tally["failed"] += 1
+            err_console.print(exc.render(), style="red", markup=False, highlight=False)
+            continue
+        tally[_DECISIONS[choice]] += 1
+        console.print(f"{escape(job.workspace_id or '')}: {escape(outcome)}")
+    done = ", ".join(f"{count} {name}" for name, count in sorted(tally.items())) or "no decisions"
+    console.print(f"review of {manifest.run_id}: {done}")
+
+
+@app.command("accept")
+def accept_command(
+    workspace_ids: WorkspaceIds = None,
+    run_id: RunOption = None,
+    select_all: AllOption = False,
+    operation: OperationOption = None,
+    project: ProjectOption = None,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Apply workspaces to the project, without prompting.
+
+    Each file is replaced atomically after checking it against the version the change
+    was made from; if you edited it since, the edits are merged, and a conflict refuses
+    that workspace (WS_004) leaving every file as it was. 'remora undo' reverts.
+
+    \b
+    Examples:
+      remora accept lint-3f2a9c0d1e2b4a5c-ab12cd
+      remora accept --all --run 20250101-120000-ab12cd --operation lint
+    """
+    service = _service(project, config_file, assignments)
+    ids = _selected(service, workspace_ids, run_id, select_all, operation)
+    _each(ids, "accepted", lambda wid: _accept_message(service, wid))
+
+
+@app.command("reject")
+def reject_command(
+    workspace_ids: WorkspaceIds = None,
+    run_id: RunOption = None,
+    select_all: AllOption = False,
+    operation: OperationOption = None,
+    project: ProjectOption = None,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Discard workspaces; the project is not touched.
+
+    \b
+    Examples:
+      remora reject docstring-3f2a9c0d1e2b4a5c-ab12cd
+      remora reject --all --operation sample_data
+    """
+    service = _service(project, config_file, assignments)
+    ids = _selected(service, workspace_ids, run_id, select_all, operation)
+    _each(ids, "rejected", lambda wid: _reject_message(service, wid))
+
+
+@app.command("undo")
+def undo_command(
+    workspace_id: Annotated[str, typer.Argument(help="An accepted workspace id.")],
+    project: ProjectOption = None,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Put back what accepting a workspace overwrote; the change returns to review.
+
+    Refused (WS_005) when a file changed again since the accept, so nothing you wrote
+    later is lost; undo later accepts of the same file first.
+
+    Example: remora undo lint-3f2a9c0d1e2b4a5c-ab12cd
+    """
+    service = _service(project, config_file, assignments)
+    report = service.undo(workspace_id)
+    paths = ", ".join(item.path for item in report.restored) or "no files"
+    console.print(f"[green]undone[/] {escape(workspace_id)}: restored {escape(paths)}")
+
+
+@app.command("diff")
+def diff_command(
+    workspace_id: Annotated[str, typer.Argument(help="Workspace id.")],
+    context: Annotated[int, typer.Option("--context", "-U", min=0, help="Context lines.")] = 3,
+    project: ProjectOption = None,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Show a workspace's changes as a unified diff against the files it started from.
+
+    Highlighted in a terminal, plain when piped (so 'git apply' can read it).
+
+    Example: remora diff docstring-3f2a9c0d1e2b4a5c-ab12cd > docstring.patch
+    """
+    service = _service(project, config_file, assignments)
+    text = "".join(service.diff(workspace_id, context).values())
+    if console.is_terminal:
+        console.print(Syntax(text or "(no changes)\n", "diff", background_color="default"))
+    else:
+        sys.stdout.write(text)

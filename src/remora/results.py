@@ -1,0 +1,400 @@
+"""Run manifests and review bookkeeping: what a run did per job, and what a human decided.
+
+Every run writes ``<state_dir>/runs/<run_id>.json`` (atomically: temp + fsync + rename)
+so review can happen later, from another process. Each job records its node, operation,
+status, workspace id, summary and telemetry, plus its review state:
+
+* ``none``: nothing to review (no changes, or the agent did not succeed);
+* ``pending``: changes wait for a decision;
+* ``accepted`` / ``rejected``: decided (undo puts an accepted job back to ``pending``);
+* ``retry_requested``: the workspace was discarded; the coordinator reruns the job.
+
+The workspace layer is the source of truth for what reached the project; manifests follow
+it. Accept and undo update the manifest before their journal is removed, so recovery
+after a crash brings both back in step, and :meth:`ReviewService.reconcile` repairs any
+other drift (a reject interrupted between discarding and recording).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from remora.discovery import CSTNode
+from remora.errors import WorkspaceError
+from remora.runner.result import AgentResult, AgentTelemetry
+from remora.workspace import (
+    AcceptReport,
+    RecoveryReport,
+    RetryRequest,
+    UndoReport,
+    WorkspaceInfo,
+    WorkspaceManager,
+    WorkspaceReview,
+)
+from remora.workspace.durable import atomic_write
+from remora.workspace.journal import ApplyKind
+
+MANIFEST_VERSION = 1
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+ReviewState = Literal["none", "pending", "accepted", "rejected", "retry_requested"]
+JobStatus = Literal["queued", "running", "success", "failed", "skipped", "interrupted"]
+RunStatus = Literal["running", "completed", "failed", "interrupted"]
+
+
+def new_run_id(now: float | None = None) -> str:
+    """``YYYYMMDD-HHMMSS-<6 hex>`` in UTC: sorts by time, unique across processes."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` itself, or WS_009 when it could not name a run."""
+    if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise WorkspaceError(
+            "WS_009", f"{run_id!r} is not a valid run id", "'remora runs' lists the runs"
+        )
+    return run_id
+
+
+def job_id_for(operation: str, node_id: str) -> str:
+    return f"{operation}-{node_id}"
+
+
+class JobRecord(BaseModel):
+    """One (operation, node) job of a run, as review needs it."""
+
+    job_id: str
+    operation: str
+    node_id: str
+    node_type: str | None = None
+    qualname: str | None = None
+    file_path: str | None = None
+    start_line: int | None = None
+    status: JobStatus = "queued"
+    workspace_id: str | None = None
+    changed_files: list[str] = Field(default_factory=list)
+    summary: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    telemetry: AgentTelemetry = Field(default_factory=AgentTelemetry)
+    review: ReviewState = "none"
+    reviewed_at: float | None = None
+
+    @classmethod
+    def from_result(cls, result: AgentResult, node: CSTNode | None = None) -> JobRecord:
+        """A record for a finished job; successful jobs with changes await review."""
+        reviewable = (
+            result.status == "success"
+            and result.workspace_id is not None
+            and bool(result.changed_files)
+        )
+        return cls(
+            job_id=job_id_for(result.operation, result.node_id),
+            operation=result.operation,
+            node_id=result.node_id,
+            node_type=node.node_type if node else None,
+            qualname=node.qualname if node else None,
+            file_path=node.file_path if node else None,
+            start_line=node.start_line if node else None,
+            status=result.status,
+            workspace_id=result.workspace_id,
+            changed_files=list(result.changed_files),
+            summary=result.summary,
+            details=dict(result.details),
+            error=result.error,
+            telemetry=result.telemetry,
+            review="pending" if reviewable else "none",
+        )
+
+    @property
+    def label(self) -> str:
+        """``qualname`` (or node id) and location, for people."""
+        where = self.file_path or ""
+        if where and self.start_line:
+            where = f"{where}:{self.start_line}"
+        name = self.qualname or self.node_id
+        return f"{name} ({where})" if where else name
+
+
+class RunSummary(BaseModel):
+    """One line of ``remora runs``."""
+
+    run_id: str
+    created_at: float
+    finished_at: float | None = None
+    status: RunStatus | Literal["unreadable"]
+    jobs: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    pending: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    retry_requested: int = 0
+
+
+class RunManifest(BaseModel):
+    """Everything one run did; the file review reads."""
+
+    format_version: int = MANIFEST_VERSION
+    run_id: str
+    created_at: float = Field(default_factory=time.time)
+    finished_at: float | None = None
+    status: RunStatus = "running"
+    project_root: str
+    targets: list[str] = Field(default_factory=list)
+    operations: list[str] = Field(default_factory=list)
+    jobs: list[JobRecord] = Field(default_factory=list)
+
+    def job_for_workspace(self, workspace_id: str) -> JobRecord | None:
+        return next((job for job in self.jobs if job.workspace_id == workspace_id), None)
+
+    def upsert(self, job: JobRecord) -> None:
+        """Add ``job`` or replace the record with the same job id."""
+        for index, existing in enumerate(self.jobs):
+            if existing.job_id == job.job_id:
+                self.jobs[index] = job
+                return
+        self.jobs.append(job)
+
+    def pending_reviews(self, operation: str | None = None) -> list[JobRecord]:
+        """Jobs awaiting a decision, grouped by operation in run order, then by location."""
+        order = {name: index for index, name in enumerate(self.operations)}
+        jobs = [
+            job
+            for job in self.jobs
+            if job.review == "pending" and (operation is None or job.operation == operation)
+        ]
+        return sorted(
+            jobs,
+            key=lambda job: (
+                order.get(job.operation, len(order)),
+                job.operation,
+                job.file_path or "",
+                job.start_line or 0,
+            ),
+        )
+
+    def summary(self) -> RunSummary:
+        reviews = [job.review for job in self.jobs]
+        return RunSummary(
+            run_id=self.run_id,
+            created_at=self.created_at,
+            finished_at=self.finished_at,
+            status=self.status,
+            jobs=len(self.jobs),
+            succeeded=sum(job.status == "success" for job in self.jobs),
+            failed=sum(job.status == "failed" for job in self.jobs),
+            pending=reviews.count("pending"),
+            accepted=reviews.count("accepted"),
+            rejected=reviews.count("rejected"),
+            retry_requested=reviews.count("retry_requested"),
+        )
+
+
+class RunStore:
+    """The run manifests of one project, sharing the workspace manager's state dir and lock."""
+
+    def __init__(self, manager: WorkspaceManager) -> None:
+        self.manager = manager
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.manager.state_path / "runs"
+
+    def path(self, run_id: str) -> Path:
+        return self.runs_dir / f"{check_run_id(run_id)}.json"
+
+    def start(
+        self, targets: list[str], operations: list[str], run_id: str | None = None
+    ) -> RunManifest:
+        """Write the manifest of a new run (status ``running``)."""
+        manifest = RunManifest(
+            run_id=check_run_id(run_id or new_run_id()),
+            project_root=str(self.manager.project_root),
+            targets=targets,
+            operations=operations,
+        )
+        self.write(manifest)
+        return manifest
+
+    def write(self, manifest: RunManifest) -> None:
+        """Replace the manifest atomically (readers see the old or the new file)."""
+        with self.manager.lock():
+            atomic_write(self.path(manifest.run_id), manifest.model_dump_json(indent=2).encode())
+
+    def exists(self, run_id: str) -> bool:
+        return self.path(run_id).is_file()
+
+    def read(self, run_id: str) -> RunManifest:
+        path = self.path(run_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise WorkspaceError(
+                "WS_009", f"no run {run_id} in {self.runs_dir}", "'remora runs' lists the runs"
+            ) from None
+        try:
+            return RunManifest.model_validate_json(data)
+        except ValidationError as exc:
+            raise WorkspaceError(
+                "WS_010",
+                f"run manifest {path} is invalid: {exc.errors()[0]['msg']}",
+                "restore it from a backup or delete it; workspaces are kept separately",
+            ) from None
+
+    def update(self, run_id: str, mutate: Callable[[RunManifest], None]) -> RunManifest:
+        """Read, change and rewrite one manifest under the project's review lock."""
+        with self.manager.lock():
+            manifest = self.read(run_id)
+            mutate(manifest)
+            self.write(manifest)
+            return manifest
+
+    def record_job(self, run_id: str, job: JobRecord) -> None:
+        """Add or replace one job's record (what the coordinator calls as jobs finish)."""
+        self.update(run_id, lambda manifest: manifest.upsert(job))
+
+    def finish(self, run_id: str, status: RunStatus = "completed") -> RunManifest:
+        def close(manifest: RunManifest) -> None:
+            manifest.status = status
+            manifest.finished_at = time.time()
+
+        return self.update(run_id, close)
+
+    def run_ids(self) -> list[str]:
+        """Every run id on disk, newest first."""
+        try:
+            names = os.listdir(self.runs_dir)
+        except FileNotFoundError:
+            return []
+        ids = [
+            name[:-5] for name in names if name.endswith(".json") and _RUN_ID.fullmatch(name[:-5])
+        ]
+        return sorted(ids, reverse=True)
+
+    def list(self) -> list[RunSummary]:
+        """A summary per run, newest first; unreadable manifests are listed, not fatal."""
+        summaries = []
+        for run_id in self.run_ids():
+            try:
+                summaries.append(self.read(run_id).summary())
+            except WorkspaceError:
+                summaries.append(
+                    RunSummary(
+                        run_id=run_id,
+                        created_at=self.path(run_id).stat().st_mtime,
+                        status="unreadable",
+                    )
+                )
+        return summaries
+
+    def resolve(self, run_id: str | None) -> RunManifest:
+        """The named run, or the newest one; WS_009 when there is none."""
+        if run_id is not None:
+            return self.read(run_id)
+        ids = self.run_ids()
+        if not ids:
+            raise WorkspaceError(
+                "WS_009",
+                f"no runs recorded in {self.runs_dir}",
+                "run 'remora analyze' first; review works on its results",
+            )
+        return self.read(ids[0])
+
+
+class ReviewService:
+    """Accept, reject, retry, undo and diff workspaces, keeping run manifests in step.
+
+    This is what the review CLI and the coordinator call; ``recover()`` first, so an
+    accept interrupted by a crash is finished before anything else happens.
+    """
+
+    def __init__(self, manager: WorkspaceManager, store: RunStore | None = None) -> None:
+        self.manager = manager
+        self.store = store or RunStore(manager)
+        self.workspaces = WorkspaceReview(manager, after_apply=self._on_applied)
+
+    def recover(self) -> RecoveryReport:
+        """Finish or roll back interrupted accepts/undos (their manifests follow)."""
+        return self.workspaces.recover()
+
+    def reconcile(self, run_id: str) -> RunManifest:
+        """Make each job's review state agree with its workspace on disk."""
+        with self.manager.lock():
+            manifest = self.store.read(run_id)
+            changed = False
+            for job in manifest.jobs:
+                if job.workspace_id is None or job.review == "none":
+                    continue
+                try:
+                    state = self.manager.state(job.workspace_id)
+                except WorkspaceError:
+                    continue  # unreadable storage: leave the record as it is
+                if job.review == "retry_requested":
+                    if state == "pending":
+                        self.manager.remove(job.workspace_id)
+                    continue
+                wanted: ReviewState = job.review
+                if state == "accepted":
+                    wanted = "accepted"
+                elif state == "pending":
+                    wanted = "pending"
+                elif job.review in ("pending", "accepted"):
+                    wanted = "rejected"
+                if wanted != job.review:
+                    job.review = wanted
+                    job.reviewed_at = time.time()
+                    changed = True
+            if changed:
+                self.store.write(manifest)
+            return manifest
+
+    def accept(self, workspace_id: str) -> AcceptReport:
+        return self.workspaces.accept(workspace_id)
+
+    def undo(self, workspace_id: str) -> UndoReport:
+        return self.workspaces.undo(workspace_id)
+
+    def reject(self, workspace_id: str) -> WorkspaceInfo:
+        with self.manager.lock():
+            info = self.workspaces.reject(workspace_id)
+            self._set_review(info.run_id, workspace_id, "rejected")
+            return info
+
+    def retry(self, workspace_id: str) -> RetryRequest:
+        """Mark the job for a rerun, then discard its workspace; returns what to rerun."""
+        with self.manager.lock():
+            info = self.manager.info(workspace_id)
+            if info.status == "pending":
+                self._set_review(info.run_id, workspace_id, "retry_requested")
+            return self.workspaces.retry(workspace_id)
+
+    def diff(self, workspace_id: str, context: int = 3) -> dict[str, str]:
+        with self.manager.open(workspace_id) as workspace:
+            return workspace.diff(context)
+
+    def _on_applied(self, kind: ApplyKind, info: WorkspaceInfo) -> None:
+        self._set_review(
+            info.run_id, info.workspace_id, "accepted" if kind == "accept" else "pending"
+        )
+
+    def _set_review(self, run_id: str | None, workspace_id: str, review: ReviewState) -> None:
+        if run_id is None or not self.store.exists(run_id):
+            return
+
+        def mark(manifest: RunManifest) -> None:
+            job = manifest.job_for_workspace(workspace_id)
+            if job is not None:
+                job.review = review
+                job.reviewed_at = time.time()
+
+        self.store.update(run_id, mark)

@@ -1,0 +1,160 @@
+"""Durable file primitives: content hashes, fsync'd writes, atomic replacement, the review lock.
+
+Everything that must survive ``kill -9`` or a power cut goes through here, so the
+ordering rules (write, fsync the file, rename, fsync the directory) live in one place.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+from remora.errors import WorkspaceError
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_optional(path: Path) -> bytes | None:
+    """File content, or None when nothing is there (a directory raises IsADirectoryError)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def file_sha256(path: Path) -> str | None:
+    """Hex sha256 of a file's content, or None when it does not exist."""
+    data = read_optional(path)
+    return None if data is None else sha256_bytes(data)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or unlink inside ``path`` durable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+def write_durable(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Create ``path`` exclusively, write ``data`` and fsync it; ``mode`` sets permission bits."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_name(target: Path, token: str) -> Path:
+    """A hidden sibling of ``target`` to write before renaming over it (same filesystem)."""
+    return target.with_name(f".{target.name[:80]}.{token}.remora-tmp")
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` so readers see the old or the new file, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = temp_name(path, secrets.token_hex(4))
+    try:
+        write_durable(temp, data, mode)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+class _Held:
+    """Per-path process state of a FileLock: the thread lock, the open fd and the depth."""
+
+    def __init__(self) -> None:
+        self.thread_lock = threading.RLock()
+        self.fd: int | None = None
+        self.depth = 0
+
+
+_HELD: dict[str, _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+class FileLock:
+    """An exclusive lock across threads and processes, re-entrant within one thread.
+
+    ``flock`` on a lock file serialises processes; a per-path RLock serialises threads
+    and lets the holder re-enter (accept calls recovery, which takes the same lock).
+    Waiting longer than ``timeout`` raises WS_011.
+    """
+
+    def __init__(self, path: Path, timeout: float = 30.0) -> None:
+        self.path = path
+        self.timeout = timeout
+        with _HELD_GUARD:
+            self._held = _HELD.setdefault(str(path.absolute()), _Held())
+
+    def __enter__(self) -> FileLock:
+        deadline = time.monotonic() + self.timeout
+        if not self._held.thread_lock.acquire(timeout=self.timeout):
+            raise self._timeout_error()
+        try:
+            if self._held.depth == 0:
+                self._held.fd = self._acquire_file(deadline)
+            self._held.depth += 1
+        except BaseException:
+            self._held.thread_lock.release()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._held.depth -= 1
+        if self._held.depth == 0 and self._held.fd is not None:
+            fcntl.flock(self._held.fd, fcntl.LOCK_UN)
+            os.close(self._held.fd)
+            self._held.fd = None
+        self._held.thread_lock.release()
+
+    def _acquire_file(self, deadline: float) -> int:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise self._timeout_error() from None
+                time.sleep(0.02)
+
+    def _timeout_error(self) -> WorkspaceError:
+        return WorkspaceError(
+            "WS_011",
+            f"another Remora process has held {self.path} for over {self.timeout:.0f}s",
+            "wait for the other accept/undo/review to finish, then try again",
+        )

@@ -1,0 +1,200 @@
+"""WorkspaceManager: creates, opens, lists and removes the workspaces of one project.
+
+State lives under ``<project>/<state_dir>`` (``.remora`` by default)::
+
+    workspaces/<workspace_id>.sqlite   one overlay per (operation, node)
+    views/<pid>-<workspace_id>-<tok>/  materialized views, swept when <pid> is gone
+    journal/<journal_id>.json          in-flight accept/undo, replayed by recovery
+    review.lock                        serialises accept, undo and manifest updates
+
+Workspace ids are ``<operation>-<node_id>`` plus, when the workspace belongs to a run,
+``-<6 hex of sha256(run_id)>``: readable in a terminal, stable for a given run, and
+distinct across runs that coexist until they are reviewed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from remora.config import WorkspaceConfig
+from remora.errors import WorkspaceError
+from remora.workspace.durable import FileLock
+from remora.workspace.materialize import sweep_stale_views
+from remora.workspace.models import WorkspaceInfo, WorkspaceState
+from remora.workspace.overlay import OverlayWorkspace
+
+_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
+_SUFFIX = ".sqlite"
+
+
+def make_workspace_id(operation: str, node_id: str, run_id: str | None = None) -> str:
+    """``<operation>-<node_id>[-<run suffix>]``, validated so it is safe as a file name."""
+    workspace_id = f"{operation}-{node_id}"
+    if run_id:
+        workspace_id += "-" + hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:6]
+    return check_workspace_id(workspace_id)
+
+
+def check_workspace_id(workspace_id: str) -> str:
+    """``workspace_id`` itself, or WS_002 when it could not name a workspace."""
+    if not _ID_PATTERN.fullmatch(workspace_id) or ".." in workspace_id:
+        raise WorkspaceError(
+            "WS_002",
+            f"{workspace_id!r} is not a valid workspace id",
+            "ids look like docstring-3f2a9c0d1e2b4a5c-ab12cd; 'remora runs' lists them",
+        )
+    return workspace_id
+
+
+class WorkspaceManager:
+    """The workspaces of one project root. Creating it touches nothing on disk."""
+
+    def __init__(
+        self,
+        project_root: Path,
+        state_dir: str | Path = ".remora",
+        *,
+        keep_views: bool = False,
+        lock_timeout: float = 30.0,
+    ) -> None:
+        self.project_root = Path(project_root).resolve()
+        self.state_path = (self.project_root / state_dir).resolve()
+        self.keep_views = keep_views
+        self.lock_timeout = lock_timeout
+        try:
+            self.hidden: str | None = self.state_path.relative_to(self.project_root).as_posix()
+        except ValueError:
+            self.hidden = None
+        if self.hidden == ".":
+            raise WorkspaceError(
+                "WS_006",
+                "the workspace state directory cannot be the project root",
+                "set workspace.state_dir to a sub-directory such as .remora",
+            )
+
+    @classmethod
+    def from_config(cls, project_root: Path, config: WorkspaceConfig) -> WorkspaceManager:
+        return cls(project_root, config.state_dir, keep_views=config.keep_views)
+
+    @property
+    def workspaces_dir(self) -> Path:
+        return self.state_path / "workspaces"
+
+    @property
+    def views_dir(self) -> Path:
+        return self.state_path / "views"
+
+    @property
+    def journal_dir(self) -> Path:
+        return self.state_path / "journal"
+
+    def lock(self) -> FileLock:
+        """The project's review lock (re-entrant in one thread, exclusive across processes)."""
+        return FileLock(self.state_path / "review.lock", timeout=self.lock_timeout)
+
+    def create(
+        self,
+        operation: str,
+        node_id: str,
+        run_id: str | None = None,
+        *,
+        file_path: str | None = None,
+        workspace_id: str | None = None,
+    ) -> OverlayWorkspace:
+        """A new empty workspace; WS_012 when one with the same id already exists."""
+        workspace_id = check_workspace_id(
+            workspace_id or make_workspace_id(operation, node_id, run_id)
+        )
+        self.workspaces_dir.mkdir(parents=True, exist_ok=True)
+        path = self._db_path(workspace_id)
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except FileExistsError:
+            raise WorkspaceError(
+                "WS_012",
+                f"workspace {workspace_id} already exists",
+                f"accept or reject it first ('remora reject {workspace_id}')",
+            ) from None
+        try:
+            return OverlayWorkspace.create(
+                path,
+                self.project_root,
+                workspace_id=workspace_id,
+                operation=operation,
+                node_id=node_id,
+                run_id=run_id,
+                file_path=file_path,
+                views_dir=self.views_dir,
+                hidden=self.hidden,
+                keep_views=self.keep_views,
+            )
+        except BaseException:
+            self._unlink(workspace_id)
+            raise
+
+    def open(self, workspace_id: str) -> OverlayWorkspace:
+        """An existing workspace; WS_002 when there is none with this id."""
+        path = self._db_path(check_workspace_id(workspace_id))
+        if not path.is_file():
+            raise WorkspaceError(
+                "WS_002",
+                f"no workspace {workspace_id} in {self.workspaces_dir}",
+                "it may have been rejected already; 'remora runs' and 'remora review' list them",
+            )
+        return OverlayWorkspace(
+            path,
+            self.project_root,
+            views_dir=self.views_dir,
+            hidden=self.hidden,
+            keep_views=self.keep_views,
+        )
+
+    def exists(self, workspace_id: str) -> bool:
+        return self._db_path(check_workspace_id(workspace_id)).is_file()
+
+    def info(self, workspace_id: str) -> WorkspaceInfo:
+        with self.open(workspace_id) as workspace:
+            return workspace.info()
+
+    def state(self, workspace_id: str) -> WorkspaceState:
+        """pending, accepted, or discarded (rejected, retried, or never created)."""
+        if not self.exists(workspace_id):
+            return "discarded"
+        return self.info(workspace_id).status
+
+    def list(self) -> list[WorkspaceInfo]:
+        """Every workspace on disk, oldest first."""
+        try:
+            names = sorted(os.listdir(self.workspaces_dir))
+        except FileNotFoundError:
+            return []
+        infos = []
+        for name in names:
+            if name.endswith(_SUFFIX):
+                infos.append(self.info(name[: -len(_SUFFIX)]))
+        return sorted(infos, key=lambda info: (info.created_at, info.workspace_id))
+
+    def remove(self, workspace_id: str) -> None:
+        """Delete a workspace's storage; WS_002 when it does not exist."""
+        if not self.exists(workspace_id):
+            raise WorkspaceError(
+                "WS_002",
+                f"no workspace {workspace_id} in {self.workspaces_dir}",
+                "it may have been rejected already",
+            )
+        self._unlink(workspace_id)
+
+    def sweep_views(self) -> int:
+        """Remove views left by processes that no longer exist (unless views are kept)."""
+        return 0 if self.keep_views else sweep_stale_views(self.views_dir)
+
+    def _db_path(self, workspace_id: str) -> Path:
+        return self.workspaces_dir / f"{workspace_id}{_SUFFIX}"
+
+    def _unlink(self, workspace_id: str) -> None:
+        base = self._db_path(workspace_id)
+        for suffix in ("-wal", "-shm", ""):
+            Path(f"{base}{suffix}").unlink(missing_ok=True)

@@ -1,0 +1,310 @@
+"""Materialized views: a real directory where the project looks as if a workspace were accepted.
+
+Subprocess tools (ruff, pytest, calling a function) need real paths. Copying the project
+would cost time proportional to its size, so a view is built only along the changed
+paths: every directory on the way to a changed path is a real directory, changed files
+are real files with the workspace's content, and every other entry is a symlink to the
+project. Cost grows with the number of changed paths and the size of the directories
+on their way, never with the project.
+
+Writing through a symlink would write the project, so views are designed against it:
+
+* files the workspace changed are real files, never links;
+* callers name the paths a tool will write (``ruff --fix`` on a file, a ``tests/``
+  directory) as ``writable``: those become real copies inside real directories;
+* cache directories (``__pycache__``, ``.pytest_cache``, ...) are left out, so tools
+  create fresh ones inside the view instead of following a link into the project;
+* :func:`subprocess_env` disables bytecode writing and points ruff/pytest caches into the
+  view; run subprocesses with it;
+* tools that write atomically (temp file + rename) replace the link itself, which is safe.
+
+When the view's context exits normally, real files that are new or changed are written
+back to the workspace, and files or links the tool removed become deletes; symlinks a
+tool creates are not captured. Views live under ``<state_dir>/views/<pid>-<id>-<token>``
+and are removed on exit; views whose process is gone (a crash, a kill -9) are swept by
+:func:`sweep_stale_views` on the next run, unless ``workspace.keep_views`` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import secrets
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from remora.workspace.base import normalize_path
+from remora.workspace.durable import sha256_bytes
+from remora.workspace.models import Change
+
+CACHE_NAMES = frozenset(
+    {"__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis"}
+)
+_IGNORED_SUFFIXES = (".pyc", ".pyo")
+
+
+class ViewSource(Protocol):
+    """What a view needs from a workspace: its changes, merged reads, and writes for capture."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def workspace_id(self) -> str: ...
+
+    def read(self, path: str) -> bytes: ...
+
+    def write(self, path: str, data: bytes) -> None: ...
+
+    def delete(self, path: str) -> None: ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def list_dir(self, path: str = "") -> list[str]: ...
+
+    def changes(self) -> list[Change]: ...
+
+
+def subprocess_env(view: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for a subprocess running inside ``view``: no bytecode, caches in the view."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    env["RUFF_CACHE_DIR"] = str(view / ".ruff_cache")
+    addopts = env.get("PYTEST_ADDOPTS", "")
+    if "no:cacheprovider" not in addopts:
+        env["PYTEST_ADDOPTS"] = f"{addopts} -p no:cacheprovider".strip()
+    return env
+
+
+def _ignored(name: str) -> bool:
+    return name in CACHE_NAMES or name.endswith(_IGNORED_SUFFIXES)
+
+
+def _ancestors(rel: str) -> Iterator[str]:
+    parent = posixpath.dirname(rel)
+    while parent:
+        yield parent
+        parent = posixpath.dirname(parent)
+    yield ""
+
+
+@dataclass
+class _ViewState:
+    """What the view was built with, so capture can tell the tool's writes apart."""
+
+    path: Path
+    files: dict[str, str] = field(default_factory=dict)
+    links: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
+class _Plan:
+    files: dict[str, bytes | None] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=lambda: {""})
+    children: dict[str, set[str]] = field(default_factory=dict)
+
+    def add_file(self, rel: str, data: bytes | None) -> None:
+        self.files[rel] = data
+        self._link_up(rel)
+
+    def add_dir(self, rel: str) -> None:
+        if rel and rel not in self.dirs:
+            self.dirs.add(rel)
+            self._link_up(rel)
+
+    def _link_up(self, rel: str) -> None:
+        child = rel
+        for parent in _ancestors(rel):
+            self.children.setdefault(parent, set()).add(posixpath.basename(child))
+            if parent in self.dirs:
+                return
+            self.dirs.add(parent)
+            child = parent
+
+
+def _walk_files(source: ViewSource, rel: str) -> Iterator[str]:
+    for name in source.list_dir(rel):
+        bare = name.rstrip("/")
+        if _ignored(bare):
+            continue
+        child = posixpath.join(rel, bare)
+        if name.endswith("/"):
+            yield from _walk_files(source, child)
+        else:
+            yield child
+
+
+def _plan(source: ViewSource, writable: Iterable[str]) -> _Plan:
+    plan = _Plan()
+    for change in source.changes():
+        plan.add_file(change.path, source.read(change.path) if change.kind == "write" else None)
+    for raw in writable:
+        rel = normalize_path(raw)
+        if not rel:
+            continue
+        if rel in plan.files:
+            continue
+        if not source.exists(rel):
+            plan.add_dir(posixpath.dirname(rel))
+            continue
+        try:
+            plan.add_file(rel, source.read(rel))
+        except IsADirectoryError:
+            plan.add_dir(rel)
+            for child in _walk_files(source, rel):
+                if child not in plan.files:
+                    plan.add_file(child, source.read(child))
+    return plan
+
+
+def _project_mode(path: Path) -> int | None:
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return None
+
+
+def _build(source: ViewSource, plan: _Plan, state: _ViewState, hidden: str | None) -> None:
+    root = str(source.root)
+    view = str(state.path)
+    for rel in sorted(plan.dirs, key=lambda item: item.count("/") if item else -1):
+        target = os.path.join(view, rel) if rel else view
+        os.makedirs(target, exist_ok=True)
+        names: set[str] = set(plan.children.get(rel, ()))
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as entries:
+                listing = [(entry.name, entry.path, entry.is_dir()) for entry in entries]
+        except (FileNotFoundError, NotADirectoryError):
+            listing = []
+        for name, project_path, is_dir in listing:
+            child = f"{rel}/{name}" if rel else name
+            if name in names or child == hidden or _ignored(name):
+                continue
+            os.symlink(project_path, os.path.join(target, name), target_is_directory=is_dir)
+            state.links[child] = is_dir
+        for name in names:
+            child = f"{rel}/{name}" if rel else name
+            data = plan.files.get(child)
+            if data is None or child in plan.dirs:
+                continue
+            path = os.path.join(target, name)
+            with open(path, "wb") as handle:
+                handle.write(data)
+            mode = _project_mode(Path(root, child))
+            if mode is not None and mode & 0o7111:
+                os.chmod(path, mode)
+            state.files[child] = sha256_bytes(data)
+
+
+def _capture(source: ViewSource, state: _ViewState, hidden: str | None) -> None:
+    seen_files: set[str] = set()
+    seen_links: set[str] = set()
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        with os.scandir(state.path / rel_dir if rel_dir else state.path) as entries:
+            for entry in entries:
+                if _ignored(entry.name):
+                    continue
+                rel = posixpath.join(rel_dir, entry.name) if rel_dir else entry.name
+                if rel == hidden:
+                    continue
+                if entry.is_symlink():
+                    if rel in state.links:
+                        seen_links.add(rel)
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(rel)
+                elif entry.is_file(follow_symlinks=False):
+                    seen_files.add(rel)
+                    _capture_file(source, state, rel, Path(entry.path))
+    for rel in state.files:
+        if rel not in seen_files and source.exists(rel):
+            source.delete(rel)
+    for rel, is_dir in state.links.items():
+        if rel in seen_links or rel in seen_files:
+            continue
+        if not is_dir:
+            if source.exists(rel):
+                source.delete(rel)
+            continue
+        for child in list(_walk_files(source, rel)):
+            if child not in seen_files:
+                source.delete(child)
+
+
+def _capture_file(source: ViewSource, state: _ViewState, rel: str, path: Path) -> None:
+    data = path.read_bytes()
+    digest = sha256_bytes(data)
+    if state.files.get(rel) == digest:
+        return
+    if rel not in state.files and source.exists(rel):
+        try:
+            if sha256_bytes(source.read(rel)) == digest:
+                return
+        except IsADirectoryError:
+            pass
+    source.write(rel, data)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_views(views_dir: Path) -> int:
+    """Remove views whose owning process is gone (a crash, a kill -9); returns how many."""
+    try:
+        names = os.listdir(views_dir)
+    except FileNotFoundError:
+        return 0
+    removed = 0
+    for name in names:
+        owner, _, _rest = name.partition("-")
+        if not owner.isdigit() or int(owner) == os.getpid() or _alive(int(owner)):
+            continue
+        shutil.rmtree(views_dir / name, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+@contextmanager
+def materialize_view(
+    source: ViewSource,
+    views_dir: Path,
+    *,
+    writable: Iterable[str] = (),
+    keep: bool = False,
+    hidden: str | None = None,
+) -> Iterator[Path]:
+    """Build a view of ``source`` under ``views_dir``; capture the tool's writes on normal exit.
+
+    ``writable`` names files or directories a tool will write; they become real copies
+    (a directory recursively; the project root itself is ignored, as that would be a copy).
+    ``hidden`` is a project-relative path left out of the view (Remora's state directory).
+    ``keep`` leaves the view on disk for inspection (and sweeps no stale views).
+    """
+    views_dir.mkdir(parents=True, exist_ok=True)
+    if not keep:
+        sweep_stale_views(views_dir)
+    plan = _plan(source, writable)
+    state = _ViewState(
+        path=views_dir / f"{os.getpid()}-{source.workspace_id}-{secrets.token_hex(4)}"
+    )
+    try:
+        _build(source, plan, state, hidden)
+        yield state.path
+        _capture(source, state, hidden)
+    finally:
+        if not keep:
+            shutil.rmtree(state.path, ignore_errors=True)

@@ -1,0 +1,251 @@
+"""Accept, reject, retry and undo workspaces, and recover an interrupted accept or undo.
+
+Accept checks every changed file against the base it was made from. Unchanged base:
+the workspace's content is applied. Changed base (the user edited the file, or another
+accepted workspace did): a three-way merge; any conflict refuses the whole workspace
+with WS_004 and nothing is written. What accept overwrote is kept in the workspace so
+``undo`` can restore it (directories accept created stay), which it refuses (WS_005)
+once a file changed again. Files are
+applied through the journal (:mod:`remora.workspace.journal`), so a crash leaves each
+file old or new and the next run's :meth:`WorkspaceReview.recover` finishes the job.
+
+Upper layers learn about applied changes through ``after_apply`` (called with the kind
+and the workspace info, also during recovery), which is how run manifests stay in step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from remora.errors import WorkspaceError
+from remora.workspace.base import resolve_inside
+from remora.workspace.durable import file_sha256, read_optional, sha256_bytes
+from remora.workspace.journal import (
+    ApplyKind,
+    FileOp,
+    Journal,
+    apply_journaled,
+    recover_journals,
+)
+from remora.workspace.manager import WorkspaceManager
+from remora.workspace.merge import merge3
+from remora.workspace.models import (
+    AcceptReport,
+    FileAction,
+    FileOutcome,
+    RecoveryReport,
+    RetryRequest,
+    UndoReport,
+    WorkspaceInfo,
+)
+from remora.workspace.overlay import Backup, OverlayEntry, OverlayWorkspace
+
+AfterApply = Callable[[ApplyKind, WorkspaceInfo], None]
+
+
+@dataclass
+class _Plan:
+    ops: list[FileOp] = field(default_factory=list)
+    outcomes: list[FileOutcome] = field(default_factory=list)
+    backups: list[Backup] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+
+
+def _target(root: Path, entry: OverlayEntry) -> str:
+    """Where to apply: a symlinked file is written through its (in-project) target."""
+    path = resolve_inside(root, entry.path)
+    if entry.kind == "write" and path.is_symlink():
+        return path.resolve().relative_to(root).as_posix()
+    return entry.path
+
+
+def _plan_accept(root: Path, workspace: OverlayWorkspace) -> _Plan:
+    plan = _Plan()
+    for entry in workspace.entries():
+        rel = _target(root, entry)
+        target = root / rel
+        if target.is_dir():
+            plan.conflicts.append(f"{entry.path} is now a directory in the project")
+            continue
+        try:
+            current = read_optional(target)
+        except NotADirectoryError:
+            plan.conflicts.append(f"a parent of {entry.path} is now a file in the project")
+            continue
+        current_sha = None if current is None else sha256_bytes(current)
+        if current_sha == entry.new_sha256:
+            plan.outcomes.append(FileOutcome(path=rel, action="unchanged"))
+            continue
+        new: bytes | None
+        action: FileAction
+        if current_sha == entry.base_sha256:
+            new = entry.data
+            action = "deleted" if new is None else ("created" if current is None else "written")
+        elif entry.data is None:
+            plan.conflicts.append(f"{entry.path} was changed in the project but deleted here")
+            continue
+        elif current is None:
+            plan.conflicts.append(f"{entry.path} was deleted from the project but changed here")
+            continue
+        elif entry.base_data is None:
+            plan.conflicts.append(f"{entry.path} was created both in the project and here")
+            continue
+        else:
+            merged = merge3(entry.base_data, current, entry.data)
+            if not merged.clean or merged.data is None:
+                plan.conflicts.append(
+                    f"{entry.path} {merged.describe()} changed both in the project and here"
+                )
+                continue
+            new, action = merged.data, "merged"
+        plan.ops.append(FileOp(path=rel, data=new, old_sha256=current_sha))
+        plan.backups.append(
+            Backup(
+                path=rel, data=current, applied_sha256=None if new is None else sha256_bytes(new)
+            )
+        )
+        plan.outcomes.append(FileOutcome(path=rel, action=action))
+    return plan
+
+
+class WorkspaceReview:
+    """Review operations over the workspaces of one project, serialised by its review lock."""
+
+    def __init__(self, manager: WorkspaceManager, after_apply: AfterApply | None = None) -> None:
+        self.manager = manager
+        self.after_apply = after_apply
+
+    def recover(self) -> RecoveryReport:
+        """Finish or roll back accepts/undos a crash interrupted; sweep dead views."""
+        report = RecoveryReport(swept_views=self.manager.sweep_views())
+        if not self.manager.journal_dir.is_dir():
+            return report
+        with self.manager.lock():
+            for outcome in recover_journals(
+                self.manager.project_root, self.manager.journal_dir, self._finalize_journal
+            ):
+                workspace_id = outcome.journal.workspace_id
+                if outcome.rolled_forward:
+                    report.completed.append(workspace_id)
+                else:
+                    report.rolled_back.append(workspace_id)
+                report.skipped_files.extend(outcome.skipped)
+        return report
+
+    def accept(self, workspace_id: str) -> AcceptReport:
+        """Apply a pending workspace to the project (merging onto changed files), atomically."""
+        with self.manager.lock():
+            self.recover()
+            with self.manager.open(workspace_id) as workspace:
+                info = workspace.info()
+                if info.status != "pending":
+                    raise WorkspaceError(
+                        "WS_003",
+                        f"workspace {workspace_id} was already accepted",
+                        f"'remora undo {workspace_id}' reverts it",
+                    )
+                root = self.manager.project_root
+                plan = _plan_accept(root, workspace)
+                if plan.conflicts:
+                    shown = "; ".join(plan.conflicts[:3])
+                    more = (
+                        f" (and {len(plan.conflicts) - 3} more)" if len(plan.conflicts) > 3 else ""
+                    )
+                    raise WorkspaceError(
+                        "WS_004",
+                        f"cannot accept {workspace_id}: {shown}{more}; nothing was written",
+                        f"reject it ('remora reject {workspace_id}') or retry it, "
+                        "or undo your edit and accept again",
+                    )
+                workspace.record_backups(plan.backups)
+            report = AcceptReport(workspace_id=workspace_id, files=plan.outcomes)
+            skipped = self._apply("accept", workspace_id, plan.ops)
+            for item in report.files:
+                if item.path in skipped:
+                    item.action = "skipped"
+            return report
+
+    def undo(self, workspace_id: str) -> UndoReport:
+        """Restore what an accept overwrote; the workspace goes back to pending review."""
+        with self.manager.lock():
+            self.recover()
+            with self.manager.open(workspace_id) as workspace:
+                if workspace.info().status != "accepted":
+                    raise WorkspaceError(
+                        "WS_003",
+                        f"workspace {workspace_id} has not been accepted, so there is nothing "
+                        "to undo",
+                        "'remora runs' shows what was accepted",
+                    )
+                backups = workspace.backups()
+            root = self.manager.project_root
+            changed = [b.path for b in backups if file_sha256(root / b.path) != b.applied_sha256]
+            if changed:
+                raise WorkspaceError(
+                    "WS_005",
+                    f"cannot undo {workspace_id}: {', '.join(changed[:3])} changed since it was "
+                    "accepted; nothing was restored",
+                    "undo later accepts of the same file first, or revert your edits",
+                )
+            ops = [FileOp(path=b.path, data=b.data, old_sha256=b.applied_sha256) for b in backups]
+            restored = [
+                FileOutcome(path=b.path, action="deleted" if b.data is None else "written")
+                for b in backups
+            ]
+            self._apply("undo", workspace_id, ops)
+            return UndoReport(workspace_id=workspace_id, restored=restored)
+
+    def reject(self, workspace_id: str) -> WorkspaceInfo:
+        """Discard a pending workspace; the project is not touched."""
+        with self.manager.lock():
+            info = self.manager.info(workspace_id)
+            if info.status == "accepted":
+                raise WorkspaceError(
+                    "WS_003",
+                    f"workspace {workspace_id} was already accepted; rejecting it now would "
+                    "lose the undo record",
+                    f"'remora undo {workspace_id}' reverts it, then reject it",
+                )
+            self.manager.remove(workspace_id)
+            return info
+
+    def retry(self, workspace_id: str) -> RetryRequest:
+        """Discard a pending workspace and say which (operation, node) to run again."""
+        info = self.reject(workspace_id)
+        return RetryRequest(
+            workspace_id=info.workspace_id,
+            operation=info.operation,
+            node_id=info.node_id,
+            run_id=info.run_id,
+            file_path=info.file_path,
+        )
+
+    def _apply(self, kind: ApplyKind, workspace_id: str, ops: list[FileOp]) -> list[str]:
+        if not ops:
+            self._finalize(kind, workspace_id)
+            return []
+        return apply_journaled(
+            self.manager.project_root,
+            self.manager.journal_dir,
+            kind,
+            workspace_id,
+            ops,
+            self._finalize_journal,
+        )
+
+    def _finalize_journal(self, journal: Journal) -> None:
+        self._finalize(journal.kind, journal.workspace_id)
+
+    def _finalize(self, kind: ApplyKind, workspace_id: str) -> None:
+        if not self.manager.exists(workspace_id):
+            return
+        with self.manager.open(workspace_id) as workspace:
+            if kind == "accept":
+                workspace.mark_accepted()
+            else:
+                workspace.mark_pending()
+            info = workspace.info()
+        if self.after_apply is not None:
+            self.after_apply(kind, info)

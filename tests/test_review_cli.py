@@ -1,0 +1,241 @@
+"""The review commands: runs, accept, reject, diff, undo, and interactive review in a real pty."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from remora.cli import main
+from remora.results import JobRecord, RunStore
+from remora.runner.result import AgentResult
+from remora.workspace import WorkspaceManager
+
+REMORA = Path(sys.executable).with_name("remora")
+
+
+def original(name: str) -> bytes:
+    return f"def {name}():\n    return 1\n".encode()
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for name in "abcde":
+        (root / f"{name}.py").write_bytes(original(name))
+    return root
+
+
+def make_run(root: Path, jobs: list[tuple[str, str]]) -> tuple[str, dict[str, str]]:
+    """A run whose jobs (operation, file stem) each changed one file; returns workspace ids."""
+    manager = WorkspaceManager(root)
+    store = RunStore(manager)
+    run = store.start(["."], ["lint", "docstring"])
+    ids: dict[str, str] = {}
+    for operation, stem in jobs:
+        node_id = f"node{stem}"
+        with manager.create(operation, node_id, run.run_id, file_path=f"{stem}.py") as ws:
+            body = b"    return 2\n" if operation == "lint" else b'    """Doc."""\n    return 1\n'
+            ws.write(f"{stem}.py", f"def {stem}():\n".encode() + body)
+            result = AgentResult(
+                status="success",
+                operation=operation,
+                node_id=node_id,
+                workspace_id=ws.workspace_id,
+                changed_files=ws.changed_paths(),
+                summary=f"{operation} improved {stem}",
+            )
+            ids[f"{operation}:{stem}"] = ws.workspace_id
+        job = JobRecord.from_result(result).model_copy(
+            update={"qualname": stem, "file_path": f"{stem}.py", "start_line": 1}
+        )
+        store.record_job(run.run_id, job)
+    store.finish(run.run_id)
+    return run.run_id, ids
+
+
+def reviews(root: Path, run_id: str) -> dict[str, str]:
+    manifest = RunStore(WorkspaceManager(root)).read(run_id)
+    return {job.workspace_id or "": job.review for job in manifest.jobs}
+
+
+def cli(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["remora", *args])
+    monkeypatch.setenv("COLUMNS", "200")
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_runs_lists_runs_as_table_and_json(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = cli(monkeypatch, capsys, "runs", "-p", str(project))
+    assert code == 0 and "no runs recorded yet" in out
+    assert not (project / ".remora").exists()
+    run_id, _ = make_run(project, [("lint", "a"), ("docstring", "b")])
+    code, out, _ = cli(monkeypatch, capsys, "runs", "-p", str(project))
+    assert code == 0 and run_id in out and "completed" in out
+    code, out, _ = cli(monkeypatch, capsys, "runs", "-p", str(project), "--format", "json")
+    (summary,) = json.loads(out)
+    assert (summary["run_id"], summary["jobs"], summary["pending"]) == (run_id, 2, 2)
+
+
+def test_accept_by_id_and_all_for_one_operation(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id, ids = make_run(project, [("lint", "a"), ("lint", "b"), ("docstring", "c")])
+    code, out, _ = cli(monkeypatch, capsys, "accept", ids["lint:a"], "-p", str(project))
+    assert code == 0 and f"accepted {ids['lint:a']}: 1 written" in out
+    assert (project / "a.py").read_bytes() == b"def a():\n    return 2\n"
+    args = ["accept", "--all", "--run", run_id, "--operation", "docstring", "-p", str(project)]
+    code, out, _ = cli(monkeypatch, capsys, *args)
+    assert code == 0 and ids["docstring:c"] in out and ids["lint:b"] not in out
+    assert reviews(project, run_id) == {
+        ids["lint:a"]: "accepted",
+        ids["lint:b"]: "pending",
+        ids["docstring:c"]: "accepted",
+    }
+
+
+def test_a_conflict_fails_only_that_workspace(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id, ids = make_run(project, [("lint", "a"), ("lint", "b")])
+    (project / "a.py").write_bytes(b"def a():\n    return 99\n")
+    code, out, err = cli(monkeypatch, capsys, "accept", "--all", "-p", str(project))
+    assert code == 1
+    assert f"WS_004: cannot accept {ids['lint:a']}" in err
+    assert "1 of 2 workspace(s) not accepted" in err
+    assert f"accepted {ids['lint:b']}" in out
+    assert (project / "a.py").read_bytes() == b"def a():\n    return 99\n"
+    assert reviews(project, run_id)[ids["lint:a"]] == "pending"
+
+
+def test_reject_diff_and_undo(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id, ids = make_run(project, [("lint", "a"), ("docstring", "b")])
+    code, out, _ = cli(monkeypatch, capsys, "diff", ids["lint:a"], "-p", str(project))
+    assert code == 0
+    assert out == (
+        "--- a/a.py\n+++ b/a.py\n@@ -1,2 +1,2 @@\n def a():\n-    return 1\n+    return 2\n"
+    )
+    code, out, _ = cli(monkeypatch, capsys, "reject", ids["docstring:b"], "-p", str(project))
+    assert code == 0 and "rejected" in out
+    cli(monkeypatch, capsys, "accept", ids["lint:a"], "-p", str(project))
+    code, out, _ = cli(monkeypatch, capsys, "undo", ids["lint:a"], "-p", str(project))
+    assert code == 0 and "restored a.py" in out
+    assert (project / "a.py").read_bytes() == original("a")
+    code, _, err = cli(monkeypatch, capsys, "undo", ids["lint:a"], "-p", str(project))
+    assert code == 1 and err.startswith("WS_003: ")
+    assert reviews(project, run_id) == {ids["lint:a"]: "pending", ids["docstring:b"]: "rejected"}
+
+
+def test_bad_input_gives_codes_not_tracebacks(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = cli(monkeypatch, capsys, "diff", "lint-nothing", "-p", str(project))
+    assert code == 1 and err.startswith("WS_002: ") and "Traceback" not in err
+    code, _, err = cli(monkeypatch, capsys, "accept", "-p", str(project))
+    assert code == 2 and "--all" in err
+    code, _, err = cli(monkeypatch, capsys, "accept", "--all", "-p", str(project))
+    assert code == 1 and err.startswith("WS_009: ")
+
+
+def test_review_without_a_terminal_points_at_the_other_commands(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_run(project, [("lint", "a")])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, _, err = cli(monkeypatch, capsys, "review", "-p", str(project))
+    assert code == 1
+    assert err.startswith("WS_008: remora review is interactive and needs a terminal")
+    for command in ("remora diff", "remora accept", "remora reject"):
+        assert command in err
+    assert (project / "a.py").read_bytes() == original("a")
+
+
+def spawn_review(project: Path, *args: str) -> pexpect.spawn:
+    env = dict(os.environ, TERM="dumb", COLUMNS="120", LINES="50")
+    return pexpect.spawn(
+        str(REMORA),
+        ["review", "--project", str(project), *args],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 120),
+    )
+
+
+def test_interactive_review_in_a_pseudo_terminal(project: Path) -> None:
+    run_id, ids = make_run(
+        project,
+        [("lint", "a"), ("lint", "b"), ("docstring", "c"), ("docstring", "d"), ("docstring", "e")],
+    )
+    child = spawn_review(project)
+    child.expect(r"5 change\(s\) to review")
+    child.expect(r"\[1/5\] lint · a \(a\.py:1\)")
+    child.expect(r"\+    return 2")
+    child.expect(r"\[a/r/s/t/A/q\]")
+    child.sendline("a")
+    child.expect("accepted: 1 written")
+    child.expect(r"\[2/5\] lint · b")
+    child.expect(r"\[a/r/s/t/A/q\]")
+    child.sendline("r")
+    child.expect("rejected")
+    child.expect(r"\[3/5\] docstring · c")
+    child.expect(r"\+    \"\"\"Doc\.\"\"\"")
+    child.expect(r"\[a/r/s/t/A/q\]")
+    child.sendline("x")
+    child.expect("Please select one of the available options")
+    child.sendline("t")
+    child.expect("marked for retry")
+    child.expect(r"\[4/5\] docstring · d")
+    child.expect(r"\[a/r/s/t/A/q\]")
+    child.sendline("A")
+    child.expect(f"{ids['docstring:e']}: accepted")
+    child.expect(f"review of {run_id}")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert (project / "a.py").read_bytes() == b"def a():\n    return 2\n"
+    assert (project / "b.py").read_bytes() == original("b")
+    assert (project / "c.py").read_bytes() == original("c")
+    assert b'"""Doc."""' in (project / "d.py").read_bytes()
+    assert b'"""Doc."""' in (project / "e.py").read_bytes()
+    assert reviews(project, run_id) == {
+        ids["lint:a"]: "accepted",
+        ids["lint:b"]: "rejected",
+        ids["docstring:c"]: "retry_requested",
+        ids["docstring:d"]: "accepted",
+        ids["docstring:e"]: "accepted",
+    }
+
+
+def test_interactive_skip_and_quit_change_nothing(project: Path) -> None:
+    run_id, _ = make_run(project, [("lint", "a"), ("lint", "b")])
+    child = spawn_review(project, run_id, "--operation", "lint")
+    child.expect(r"\[a/r/s/t/A/q\]")
+    child.sendline("s")
+    child.expect(r"\[2/2\] lint · b")
+    child.expect(r"\[a/r/s/t/A/q\]")
+    child.sendline("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert [(project / f"{n}.py").read_bytes() for n in "ab"] == [original("a"), original("b")]
+    assert set(reviews(project, run_id).values()) == {"pending"}
