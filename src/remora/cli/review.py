@@ -296,8 +296,9 @@ def accept_command(
 
     \b
     Examples:
-      remora accept lint-3f2a9c0d1e2b4a5c-ab12cd
-      remora accept --all --run 20250101-120000-ab12cd --operation lint
+
+        remora accept lint-3f2a9c0d1e2b4a5c-ab12cd
+        remora accept --all --run 20250101-120000-ab12cd --operation lint
     """
     service = _service(project, config_file, assignments)
     ids = _selected(service, workspace_ids, run_id, select_all, operation)
@@ -318,8 +319,9 @@ def reject_command(
 
     \b
     Examples:
-      remora reject docstring-3f2a9c0d1e2b4a5c-ab12cd
-      remora reject --all --operation sample_data
+
+        remora reject docstring-3f2a9c0d1e2b4a5c-ab12cd
+        remora reject --all --operation sample_data
     """
     service = _service(project, config_file, assignments)
     ids = _selected(service, workspace_ids, run_id, select_all, operation)

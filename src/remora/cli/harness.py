@@ -1,0 +1,184 @@
+"""``remora harness``: the tool-call benchmark, on the embedded model or a server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from remora.cli._app import (
+    ConfigFileOption,
+    OutputFormat,
+    SetOption,
+    app,
+    console,
+    err_console,
+    load,
+)
+from remora.definitions import load_agents
+from remora.discovery import discover, find_project_root
+from remora.errors import RunnerError
+from remora.harness import DEFAULT_VARIANT, HarnessReport, run_harness
+from remora.model import create_client
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "sample_project"
+
+
+@app.command("harness")
+def harness_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Code to run episodes on (default: the bundled example project when Remora "
+            "runs from a source checkout, else the current directory)."
+        ),
+    ] = None,
+    variants: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--variant",
+            "-v",
+            help="System-prompt variant to compare (repeatable): default, terse, stepwise...",
+        ),
+    ] = None,
+    requests: Annotated[
+        int, typer.Option("--requests", "-n", min=1, help="Episodes per variant.")
+    ] = 4,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", min=1, help="Episodes in flight at once.")
+    ] = 1,
+    backend: Annotated[
+        str | None, typer.Option(help="llama_cpp (embedded model) or openai (a server).")
+    ] = None,
+    agent_name: Annotated[str, typer.Option("--agent", help="Agent to drive.")] = "harness",
+    temperature: Annotated[
+        float | None, typer.Option(help="Sampling temperature (default 0).")
+    ] = None,
+    tool_choice: Annotated[str | None, typer.Option(help="required (default) or auto.")] = None,
+    output: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
+    ] = OutputFormat.table,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Measure how reliably the model drives an agent's tools.
+
+    Runs the agent (by default the bundled harness agent: echo, then submit) on real
+    nodes, REQUESTS times per prompt variant, CONCURRENCY at a time, through the same
+    loop as a real run, and reports tool-call rate, valid-call rate, miss and repeat
+    rates, turns, latency p50/p95, token throughput and KV-cache hit ratio.
+
+    Examples:
+
+        remora harness                      # embedded model, bundled example
+        remora harness -v default -v stepwise -n 8 --format json
+        remora harness --backend openai --set model.base_url=http://127.0.0.1:8000/v1
+    """
+    targets = paths or ([EXAMPLE] if EXAMPLE.is_dir() else [Path.cwd()])
+    overrides = list(assignments or [])
+    if backend is not None:
+        overrides.append(f"model.backend={backend}")
+    if temperature is not None:
+        overrides.append(f"runner.temperature={temperature}")
+    if tool_choice is not None:
+        overrides.append(f"runner.tool_choice={tool_choice}")
+    config = load(targets[0], config_file, overrides).config
+    agents = load_agents(config.agents.dirs)
+    if agent_name not in agents:
+        raise RunnerError(
+            "RUN_014", f"unknown agent '{agent_name}'", f"known agents: {', '.join(agents)}"
+        )
+    root = find_project_root(targets[0])
+    nodes = discover(targets, config.discovery, root=root).nodes
+    chosen = variants or [DEFAULT_VARIANT]
+    model = create_client(config.model)
+    total = requests * len(chosen)
+    with Progress(
+        TextColumn("[bold]harness[/bold] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    ) as progress:
+        task = progress.add_task(f"{config.model.backend}", total=total)
+
+        async def main() -> HarnessReport:
+            try:
+                return await run_harness(
+                    agent=agents[agent_name],
+                    nodes=nodes,
+                    root=root,
+                    model=model,
+                    config=config,
+                    backend=config.model.backend,
+                    variants=chosen,
+                    requests=requests,
+                    concurrency=concurrency,
+                    on_episode=lambda _: progress.advance(task),
+                )
+            finally:
+                await model.aclose()
+
+        report = asyncio.run(main())
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+        return
+    _render(report)
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0%}"
+
+
+def _render(report: HarnessReport) -> None:
+    table = Table(
+        title=(
+            f"{report.agent} agent on {report.backend}: {report.requests} request(s) per variant, "
+            f"concurrency {report.concurrency}, temperature {report.temperature}, "
+            f"tool_choice {report.tool_choice}"
+        )
+    )
+    columns: list[tuple[str, Literal["left", "right"]]] = [
+        ("variant", "left"),
+        ("success", "right"),
+        ("tool calls", "right"),
+        ("valid", "right"),
+        ("miss", "right"),
+        ("repeat", "right"),
+        ("turns", "right"),
+        ("p50 / p95 s", "right"),
+        ("prompt tok/s", "right"),
+        ("gen tok/s", "right"),
+        ("cache hit", "right"),
+    ]
+    for name, justify in columns:
+        table.add_column(name, justify=justify)
+    for stats in report.variants:
+        table.add_row(
+            stats.variant,
+            _pct(stats.success_rate),
+            _pct(stats.tool_call_rate),
+            _pct(stats.valid_call_rate),
+            _pct(stats.miss_rate),
+            _pct(stats.repeat_rate),
+            f"{stats.mean_turns:.1f}",
+            f"{stats.latency_p50_s:.2f} / {stats.latency_p95_s:.2f}",
+            f"{stats.prompt_tokens_per_s:.0f}",
+            f"{stats.generated_tokens_per_s:.1f}",
+            _pct(stats.cache_hit_ratio),
+        )
+    console.print(table)
+    failed = [episode for episode in report.episodes if episode.status != "success"]
+    for episode in failed[:5]:
+        console.print(
+            f"[yellow]{episode.variant}[/yellow] {episode.node}: {episode.status}"
+            f" ({episode.error or 'no error text'})"
+        )

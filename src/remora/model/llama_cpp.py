@@ -1,0 +1,833 @@
+"""The default backend: llama.cpp in-process through llama-cpp-python's C bindings.
+
+Prompts are rendered by ``remora.model.functiongemma`` and run in completion mode, so
+llama-cpp-python's chat formats (which silently fall back to llama-2 for a GGUF
+without a template) are never involved. One model and one context serve every agent:
+requests queue on a single worker thread (the scheduler), so the event loop never
+blocks and calls never interleave inside llama.cpp.
+
+KV cache: the context holds several sequences in one unified cache. Each conversation
+owns a sequence; when a turn's prompt text extends the text its sequence holds (the
+previous prompt plus what the model generated), those tokens are reused as they are
+and only the new text is tokenized and evaluated; otherwise the longest common token
+prefix is kept. A new conversation starts by sharing the cells of the longest matching
+prefix any other sequence holds (same system prompt and tools), so interleaved
+conversations keep their caches. Least recently used sequences are evicted when the
+cache fills. ``Usage.cached_prompt_tokens`` counts prompt tokens not evaluated.
+
+Tool calls are constrained by a GBNF grammar (``remora.model.grammar``) when
+``grammar`` is on. Checking every token of Gemma's 262k vocabulary against a grammar
+costs several forward passes of the 270M model, so sampling first takes the best
+token unconstrained and asks the grammar about that one token; only when it is
+rejected are the 64 best tokens checked, and only when all of those are rejected the
+whole vocabulary. Tokens are accepted only after the grammar allowed them, so the
+output is always a prefix of a valid call. When a call is cut by ``max_tokens`` the
+generation continues once with the same budget again before reporting ``length``.
+
+Error codes (stable): MODEL_002 the GGUF cannot be loaded; MODEL_010 a LoRA adapter
+file does not exist; MODEL_011 a LoRA adapter is not a valid adapter for this model;
+MODEL_020 the prompt does not fit the context; MODEL_021 llama.cpp failed to
+evaluate; MODEL_022 llama.cpp rejected the generated grammar; MODEL_023
+llama-cpp-python is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import ctypes
+import logging
+import math
+import os
+import random
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from remora.errors import ModelError
+from remora.model.base import ModelRequest, ModelResponse, ToolSpec, Usage
+from remora.model.defaults import check_gguf
+from remora.model.functiongemma import END_CALL, START_CALL, STOP_SEQUENCES, render_prompt
+from remora.model.grammar import CallGrammar, build_call_grammar
+
+TOP_CANDIDATES = 64
+"""How many of the best tokens the grammar checks before falling back to all of them."""
+
+
+def _bindings() -> Any:
+    """llama-cpp-python's ctypes layer (typed as Any: its stubs cover only part of it)."""
+    try:
+        import llama_cpp.llama_cpp as bindings
+    except ImportError as exc:
+        raise ModelError(
+            "MODEL_023",
+            f"llama-cpp-python is not installed ({exc})",
+            "pip install llama-cpp-python, or use model.backend: openai",
+        ) from None
+    return bindings
+
+
+_log = logging.getLogger(__name__)
+_log_state: dict[str, Any] = {"callback": None, "verbose": False}
+
+
+def _install_log_callback(lib: Any, verbose: bool) -> None:
+    """Route llama.cpp's C logging to Python logging instead of stderr.
+
+    llama.cpp warns on stderr about harmless details of the default GGUF; Remora sends
+    its messages to the ``remora.model.llama_cpp`` logger at DEBUG (or prints them when
+    ``verbose``). The callback is process-wide, as llama.cpp's logging is.
+    """
+    _log_state["verbose"] = _log_state["verbose"] or verbose
+    if _log_state["callback"] is not None:
+        return
+
+    def forward(_level: int, text: bytes, _user_data: Any) -> None:
+        message = text.decode("utf-8", "replace")
+        if _log_state["verbose"]:
+            print(message, end="", file=sys.stderr, flush=True)
+        elif _log.isEnabledFor(logging.DEBUG):
+            _log.debug("%s", message.rstrip("\n"))
+
+    callback = lib.llama_log_callback(forward)
+    _log_state["callback"] = callback
+    lib.llama_log_set(callback, ctypes.c_void_p(0))
+
+
+def default_threads() -> int:
+    """All CPUs this process may use: llama.cpp decoding is compute bound."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class Generation:
+    """What one generation produced, with the numbers usage and benchmarks need."""
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    extended: bool = False
+    grammar_fallbacks: int = 0
+
+
+@dataclass
+class _Slot:
+    """One KV-cache sequence: the tokens whose keys and values it holds, and their text.
+
+    ``data`` is the exact text of ``tokens`` (``ends[i]`` is where token ``i`` ends), so
+    a prompt that extends it can reuse these very tokens, including the ones the model
+    generated, instead of a re-tokenization that may split the seam differently.
+    """
+
+    seq: int
+    tokens: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    data: bytearray = field(default_factory=bytearray)
+    adapter: str | None = None
+    owner: str | None = None
+    used: int = 0
+
+    def truncate(self, count: int) -> None:
+        del self.tokens[count:]
+        del self.ends[count:]
+        del self.data[self.ends[-1] if self.ends else 0 :]
+
+    def extend(self, tokens: Sequence[int], pieces: Sequence[bytes]) -> None:
+        for token, piece in zip(tokens, pieces, strict=True):
+            self.tokens.append(token)
+            self.data += piece
+            self.ends.append(len(self.data))
+
+
+@dataclass
+class _Adapter:
+    key: str
+    handle: Any
+
+
+@dataclass
+class _Job:
+    prompt: str
+    conversation: str | None
+    adapter: Path | None
+    grammar: CallGrammar | None
+    call_required: bool
+    max_tokens: int
+    temperature: float
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class _TokenData:
+    """A reusable ``llama_token_data_array`` with a numpy view of its entries."""
+
+    def __init__(self, lib: Any, size: int) -> None:
+        self.buffer = (lib.llama_token_data * size)()
+        self.view: Any = np.ctypeslib.as_array(self.buffer)
+        self.array = lib.llama_token_data_array(self.buffer, size, -1, False)
+        self.ref = ctypes.byref(self.array)
+
+    def load(self, ids: Any, logits: Any) -> None:
+        count = len(ids)
+        self.view["id"][:count] = ids
+        self.view["logit"][:count] = logits
+        self.view["p"][:count] = 0.0
+        self.array.size = count
+        self.array.selected = -1
+        self.array.sorted = False
+
+
+class _Grammar:
+    """A llama.cpp grammar sampler, asked about single tokens before whole vocabularies."""
+
+    def __init__(self, engine: _Engine, grammar: CallGrammar) -> None:
+        lib = engine.lib
+        self.lib = lib
+        self.single = _TokenData(lib, 1)
+        self.handle = lib.llama_sampler_init_grammar(
+            engine.vocab, grammar.gbnf.encode("utf-8"), grammar.root.encode("utf-8")
+        )
+        if not self.handle:
+            raise ModelError(
+                "MODEL_022",
+                "llama.cpp rejected the tool-call grammar",
+                "this is a bug in Remora; set model.grammar: false to run unconstrained",
+            )
+
+    def allows(self, token: int) -> bool:
+        single = self.single
+        single.buffer[0].id = token
+        single.buffer[0].logit = 0.0
+        single.buffer[0].p = 0.0
+        single.array.size = 1
+        single.array.selected = -1
+        self.lib.llama_sampler_apply(self.handle, single.ref)
+        return math.isfinite(single.buffer[0].logit)
+
+    def filter(self, data: _TokenData) -> Any:
+        """Apply the grammar to ``data``; returns the mask of allowed entries."""
+        self.lib.llama_sampler_apply(self.handle, data.ref)
+        return np.isfinite(data.view["logit"][: data.array.size])
+
+    def accept(self, token: int) -> None:
+        self.lib.llama_sampler_accept(self.handle, token)
+
+    def free(self) -> None:
+        if self.handle:
+            self.lib.llama_sampler_free(self.handle)
+            self.handle = None
+
+
+class _Engine:
+    """Model, context and KV sequences; every method runs on the backend's worker thread."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        context_size: int,
+        cache_tokens: int,
+        sequences: int,
+        threads: int,
+        batch_size: int,
+        seed: int,
+        verbose: bool,
+    ) -> None:
+        lib = _bindings()
+        self.lib = lib
+        _install_log_callback(lib, verbose)
+        lib.llama_backend_init()
+        model_params = lib.llama_model_default_params()
+        model_params.n_gpu_layers = 0
+        model = lib.llama_model_load_from_file(str(path).encode("utf-8"), model_params)
+        if not model:
+            raise ModelError(
+                "MODEL_002",
+                f"llama.cpp could not load {path}",
+                "the file is corrupt or not a model llama.cpp supports; download it again",
+            )
+        self.model = model
+        self.vocab = lib.llama_model_get_vocab(model)
+        self.n_vocab = int(lib.llama_vocab_n_tokens(self.vocab))
+        trained = int(lib.llama_model_n_ctx_train(model)) or context_size
+        self.context_size = min(context_size, trained)
+        params = lib.llama_context_default_params()
+        params.n_ctx = max(self.context_size, cache_tokens)
+        params.n_batch = batch_size
+        params.n_ubatch = batch_size
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.n_seq_max = sequences
+        params.kv_unified = True
+        params.swa_full = True
+        params.no_perf = True
+        ctx = lib.llama_init_from_model(model, params)
+        if not ctx:
+            lib.llama_model_free(model)
+            raise ModelError(
+                "MODEL_002",
+                f"llama.cpp could not create a context for {path}",
+                "lower model.context_size or free memory",
+            )
+        self.ctx = ctx
+        self.memory = lib.llama_get_memory(ctx)
+        self.batch_size = batch_size
+        self.batch = lib.llama_batch_init(batch_size, 0, 1)
+        self.slots = [_Slot(seq) for seq in range(sequences)]
+        self.clock = 0
+        self.adapters: dict[str, _Adapter] = {}
+        self.active_adapter: str | None = None
+        self.top = _TokenData(lib, TOP_CANDIDATES)
+        self.full: _TokenData | None = None
+        self.eos = int(lib.llama_vocab_eos(self.vocab))
+        self.rng = random.Random(seed)
+        self.closed = False
+
+    # tokens ---------------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, add_bos: bool = False, special: bool = True) -> list[int]:
+        """Token ids; with ``special`` the control tags in the text become control tokens."""
+        return self._tokenize_bytes(text.encode("utf-8"), add_bos=add_bos, special=special)
+
+    def _tokenize_bytes(self, data: bytes, *, add_bos: bool, special: bool) -> list[int]:
+        capacity = len(data) + 8
+        tokens = (self.lib.llama_token * capacity)()
+        count = self.lib.llama_tokenize(
+            self.vocab, data, len(data), tokens, capacity, add_bos, special
+        )
+        if count < 0:
+            capacity = -count
+            tokens = (self.lib.llama_token * capacity)()
+            count = self.lib.llama_tokenize(
+                self.vocab, data, len(data), tokens, capacity, add_bos, special
+            )
+        return list(tokens[:count])
+
+    def admits(self, grammar: CallGrammar, text: str) -> bool:
+        """Whether llama.cpp's grammar engine accepts ``text`` as a complete output."""
+        checker = _Grammar(self, grammar)
+        try:
+            for token in self.tokenize(text, special=False):
+                if not checker.allows(token):
+                    return False
+                checker.accept(token)
+            return checker.allows(self.eos)
+        finally:
+            checker.free()
+
+    def piece(self, token: int) -> bytes:
+        """The text of one token, control tags included, as UTF-8 bytes."""
+        buffer = ctypes.create_string_buffer(64)
+        count = self.lib.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, True)
+        if count < 0:
+            buffer = ctypes.create_string_buffer(-count)
+            count = self.lib.llama_token_to_piece(self.vocab, token, buffer, len(buffer), 0, True)
+        return bytes(buffer.raw[:count])
+
+    # adapters -------------------------------------------------------------------------
+
+    def load_adapter(self, path: Path) -> _Adapter:
+        key = str(path.resolve())
+        if key in self.adapters:
+            return self.adapters[key]
+        if not path.is_file():
+            raise ModelError(
+                "MODEL_010",
+                f"LoRA adapter {path} does not exist",
+                "fix the agent's model.adapter path or set model.use_adapters: false",
+            )
+        verify_adapter_file(path)
+        handle = self.lib.llama_adapter_lora_init(self.model, key.encode("utf-8"))
+        if not handle:
+            raise ModelError(
+                "MODEL_011",
+                f"llama.cpp could not load LoRA adapter {path}",
+                "the adapter is corrupt or was trained for another base model; re-export it",
+            )
+        kind = self._adapter_meta(handle, "adapter.type")
+        if kind not in ("", "lora"):
+            raise ModelError(
+                "MODEL_011",
+                f"{path} is a {kind!r} adapter, not a LoRA adapter",
+                "export the adapter as a LoRA GGUF",
+            )
+        adapter = _Adapter(key, handle)
+        self.adapters[key] = adapter
+        return adapter
+
+    def _adapter_meta(self, handle: Any, key: str) -> str:
+        buffer = ctypes.create_string_buffer(256)
+        count = self.lib.llama_adapter_meta_val_str(handle, key.encode(), buffer, len(buffer))
+        return buffer.value.decode("utf-8", "replace") if count >= 0 else ""
+
+    def use_adapter(self, adapter: _Adapter | None) -> None:
+        key = adapter.key if adapter else None
+        if key == self.active_adapter:
+            return
+        if adapter is None:
+            status = self.lib.llama_set_adapters_lora(self.ctx, None, 0, None)
+        else:
+            handles = (self.lib.llama_adapter_lora_p_ctypes * 1)(adapter.handle)
+            scales = (ctypes.c_float * 1)(1.0)
+            status = self.lib.llama_set_adapters_lora(self.ctx, handles, 1, scales)
+        if status != 0:
+            raise ModelError(
+                "MODEL_011",
+                f"llama.cpp could not apply LoRA adapter {key}",
+                "the adapter does not match the loaded model; re-export it for this base model",
+            )
+        self.active_adapter = key
+
+    # KV sequences ---------------------------------------------------------------------
+
+    def _clear(self, slot: _Slot) -> None:
+        self.lib.llama_memory_seq_rm(self.memory, slot.seq, -1, -1)
+        slot.truncate(0)
+        slot.owner = None
+        slot.adapter = None
+
+    def _owned(self, conversation: str | None, adapter: str | None) -> _Slot | None:
+        if not conversation:
+            return None
+        slot = next((s for s in self.slots if s.owner == conversation), None)
+        return slot if slot is not None and slot.adapter == adapter else None
+
+    def _prompt_tokens(
+        self, prompt: str, conversation: str | None, adapter: str | None
+    ) -> list[int]:
+        """The prompt's tokens, extending the conversation's cached tokens when its text does."""
+        data = prompt.encode("utf-8")
+        slot = self._owned(conversation, adapter)
+        if slot is not None and slot.tokens and data.startswith(slot.data):
+            rest = data[len(slot.data) :]
+            if not rest or rest[0] & 0xC0 != 0x80:
+                return slot.tokens + self._tokenize_bytes(rest, add_bos=False, special=True)
+        return self._tokenize_bytes(data, add_bos=False, special=True)
+
+    def _acquire(
+        self, conversation: str | None, adapter: str | None, prompt: list[int]
+    ) -> tuple[_Slot, int]:
+        """The sequence for this conversation, holding the longest reusable prefix."""
+        self.clock += 1
+        slot = next((s for s in self.slots if conversation and s.owner == conversation), None)
+        if slot is not None and slot.adapter != adapter:
+            self._clear(slot)
+            slot.owner = conversation
+        if slot is None:
+            slot = min(self.slots, key=lambda s: (bool(s.tokens), s.used))
+            self._clear(slot)
+            slot.owner = conversation
+        slot.adapter = adapter
+        slot.used = self.clock
+        reuse = _common_prefix(slot.tokens, prompt)
+        donor, shared = None, reuse
+        for other in self.slots:
+            if other is slot or other.adapter != adapter or not other.tokens:
+                continue
+            length = _common_prefix(other.tokens, prompt)
+            if length > shared:
+                donor, shared = other, length
+        if donor is not None:
+            self.lib.llama_memory_seq_rm(self.memory, slot.seq, -1, -1)
+            self.lib.llama_memory_seq_cp(self.memory, donor.seq, slot.seq, 0, shared)
+            slot.tokens = donor.tokens[:shared]
+            slot.ends = donor.ends[:shared]
+            slot.data = bytearray(donor.data[: slot.ends[-1]])
+            reuse = shared
+        if reuse >= len(prompt):
+            reuse = len(prompt) - 1
+        if reuse < len(slot.tokens):
+            if not self.lib.llama_memory_seq_rm(self.memory, slot.seq, reuse, -1):
+                self.lib.llama_memory_seq_rm(self.memory, slot.seq, -1, -1)
+                reuse = 0
+            slot.truncate(reuse)
+        return slot, reuse
+
+    def clear_cache(self) -> None:
+        """Forget every cached sequence."""
+        for slot in self.slots:
+            self._clear(slot)
+
+    def _evict_one(self, keep: _Slot) -> bool:
+        candidates = [s for s in self.slots if s is not keep and s.tokens]
+        if not candidates:
+            return False
+        self._clear(min(candidates, key=lambda s: s.used))
+        return True
+
+    def _decode(self, slot: _Slot, tokens: Sequence[int]) -> None:
+        """Evaluate ``tokens`` after the slot's tokens; logits only for the last one."""
+        lib, batch = self.lib, self.batch
+        start = 0
+        while start < len(tokens):
+            chunk = tokens[start : start + self.batch_size]
+            base = len(slot.tokens)
+            batch.n_tokens = len(chunk)
+            for i, token in enumerate(chunk):
+                batch.token[i] = token
+                batch.pos[i] = base + i
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = slot.seq
+                batch.logits[i] = 0
+            batch.logits[len(chunk) - 1] = 1
+            status = lib.llama_decode(self.ctx, batch)
+            if status == 1 and self._evict_one(slot):
+                continue
+            if status != 0:
+                raise ModelError(
+                    "MODEL_021",
+                    f"llama.cpp failed to evaluate the prompt (status {status})",
+                    "raise model.context_size, or run fewer agents at once",
+                )
+            slot.extend(chunk, [self.piece(token) for token in chunk])
+            start += len(chunk)
+
+    # sampling -------------------------------------------------------------------------
+
+    def _logits(self) -> Any:
+        pointer = self.lib.llama_get_logits_ith(self.ctx, -1)
+        return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
+
+    def _full(self) -> _TokenData:
+        if self.full is None:
+            self.full = _TokenData(self.lib, self.n_vocab)
+            self.full.view["id"][:] = np.arange(self.n_vocab, dtype=np.int32)
+        return self.full
+
+    def _pick(self, logits: Any, allowed: Any, temperature: float) -> int:
+        """Index among ``logits`` (restricted to ``allowed``): greedy or tempered."""
+        if temperature <= 0.0:
+            return int(np.argmax(np.where(allowed, logits, -np.inf)))
+        scores = np.where(allowed, logits / temperature, -np.inf)
+        scores = scores - scores.max()
+        weights = np.exp(scores)
+        weights /= weights.sum()
+        return int(self.rng.choices(range(len(weights)), weights=weights.tolist())[0])
+
+    def _sample(self, grammar: _Grammar | None, temperature: float) -> tuple[int, bool]:
+        """The next token and whether the grammar forced a fallback."""
+        logits = self._logits()
+        if temperature <= 0.0:
+            token = int(np.argmax(logits))
+            if grammar is None or grammar.allows(token):
+                return token, False
+        else:
+            top = np.argpartition(logits, -TOP_CANDIDATES)[-TOP_CANDIDATES:]
+            token = int(top[self._pick(logits[top], np.ones(len(top), bool), temperature)])
+            if grammar is None or grammar.allows(token):
+                return token, False
+        assert grammar is not None
+        top = np.argpartition(logits, -TOP_CANDIDATES)[-TOP_CANDIDATES:]
+        top = top[np.argsort(-logits[top])]
+        data = self.top
+        data.load(top.astype(np.int32), logits[top])
+        allowed = grammar.filter(data)
+        if allowed.any():
+            return int(top[self._pick(logits[top], allowed, temperature)]), True
+        full = self._full()
+        full.view["logit"][:] = logits
+        full.view["p"][:] = 0.0
+        full.array.size = self.n_vocab
+        full.array.selected = -1
+        full.array.sorted = False
+        allowed = grammar.filter(full)
+        if not allowed.any():
+            raise ModelError(
+                "MODEL_022",
+                "the tool-call grammar allows no token",
+                "this is a bug in Remora; set model.grammar: false to run unconstrained",
+            )
+        return self._pick(logits, allowed, temperature), True
+
+    # generation -----------------------------------------------------------------------
+
+    def generate(self, job: _Job) -> Generation:
+        adapter = self.load_adapter(job.adapter) if job.adapter is not None else None
+        key = adapter.key if adapter else None
+        prompt = self._prompt_tokens(job.prompt, job.conversation, key)
+        if len(prompt) + 1 > self.context_size:
+            raise ModelError(
+                "MODEL_020",
+                f"the prompt has {len(prompt)} tokens; the context holds {self.context_size}",
+                "raise model.context_size or lower the history the runner keeps",
+            )
+        self.use_adapter(adapter)
+        slot, reuse = self._acquire(job.conversation, key, prompt)
+        self._decode(slot, prompt[reuse:])
+        grammar = _Grammar(self, job.grammar) if job.grammar is not None else None
+        try:
+            return self._run(job, slot, grammar, len(prompt), reuse)
+        finally:
+            if grammar is not None:
+                grammar.free()
+
+    def _run(
+        self, job: _Job, slot: _Slot, grammar: _Grammar | None, n_prompt: int, reuse: int
+    ) -> Generation:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        text = ""
+        room = self.context_size - n_prompt
+        budget = min(job.max_tokens, room)
+        produced = 0
+        fallbacks = 0
+        extended = False
+        finish = "length"
+        while True:
+            if produced >= budget:
+                if extended or budget >= room or not self._inside_call(text, grammar, job):
+                    break
+                extended = True
+                budget = min(budget + job.max_tokens, room)
+            if job.cancel.is_set():
+                finish = "cancelled"
+                break
+            token, forced = self._sample(grammar, job.temperature)
+            fallbacks += forced
+            produced += 1
+            if self.lib.llama_vocab_is_eog(self.vocab, token):
+                finish = "stop"
+                break
+            if grammar is not None:
+                grammar.accept(token)
+            text += decoder.decode(self.piece(token))
+            stop = self._stop_index(text, grammar, job.call_required)
+            if stop is not None:
+                text = text[:stop]
+                finish = "stop"
+                break
+            if grammar is not None and text.endswith(END_CALL) and grammar.allows(self.eos):
+                finish = "stop"
+                break
+            self._decode(slot, [token])
+        text += decoder.decode(b"", final=True)
+        return Generation(
+            text=text,
+            finish_reason=finish,
+            prompt_tokens=n_prompt,
+            cached_tokens=reuse,
+            completion_tokens=produced,
+            extended=extended,
+            grammar_fallbacks=fallbacks,
+        )
+
+    @staticmethod
+    def _inside_call(text: str, grammar: _Grammar | None, job: _Job) -> bool:
+        """Whether the output stopped in the middle of a tool call."""
+        if grammar is not None and job.call_required:
+            return True
+        start = text.rfind(START_CALL)
+        return start >= 0 and END_CALL not in text[start:]
+
+    @staticmethod
+    def _stop_index(text: str, grammar: _Grammar | None, call_required: bool) -> int | None:
+        """Where a stop sequence starts, if one ended the output (never inside a call)."""
+        if grammar is not None and (call_required or START_CALL in text):
+            return None
+        for stop in STOP_SEQUENCES:
+            index = text.find(stop, max(0, len(text) - 64 - len(stop)))
+            if index >= 0:
+                return index
+        return None
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        lib = self.lib
+        for adapter in self.adapters.values():
+            lib.llama_adapter_lora_free(adapter.handle)
+        self.adapters.clear()
+        lib.llama_batch_free(self.batch)
+        lib.llama_free(self.ctx)
+        lib.llama_model_free(self.model)
+
+
+def verify_adapter_file(path: Path) -> None:
+    """Reject files that are not GGUF before handing them to llama.cpp."""
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelError(
+            "MODEL_010", f"cannot read LoRA adapter {path}: {exc}", "check its permissions"
+        ) from None
+    if magic != b"GGUF":
+        raise ModelError(
+            "MODEL_011",
+            f"LoRA adapter {path} is not a GGUF file",
+            "convert the adapter with llama.cpp's convert_lora_to_gguf.py",
+        )
+
+
+class LlamaCppBackend:
+    """A ``ModelClient`` over one in-process llama.cpp model shared by every agent."""
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        context_size: int = 8192,
+        threads: int | None = None,
+        batch_size: int = 512,
+        grammar: bool = True,
+        use_adapters: bool = True,
+        sequences: int = 4,
+        cache_tokens: int | None = None,
+        seed: int = 0,
+        verbose: bool = False,
+    ) -> None:
+        check_gguf(model_path)
+        self.model_path = model_path
+        self.grammar = grammar
+        self.use_adapters = use_adapters
+        self._settings: dict[str, Any] = {
+            "context_size": context_size,
+            "cache_tokens": cache_tokens or 2 * context_size,
+            "sequences": max(1, sequences),
+            "threads": threads or default_threads(),
+            "batch_size": batch_size,
+            "seed": seed,
+            "verbose": verbose,
+        }
+        self._engine: _Engine | None = None
+        self._load_lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remora-llama")
+        self._closed = False
+
+    @property
+    def engine(self) -> _Engine:
+        """The loaded model, loading it on first use (about a second for the default)."""
+        with self._load_lock:
+            if self._closed:
+                raise ModelError(
+                    "MODEL_021", "the llama.cpp backend is closed", "create a new backend"
+                )
+            if self._engine is None:
+                self._engine = _Engine(self.model_path, **self._settings)
+            return self._engine
+
+    def load(self) -> None:
+        """Load the model now instead of on the first request."""
+        _ = self.engine
+
+    @property
+    def context_size(self) -> int:
+        return int(self._settings["context_size"])
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes in a prompt (special tags count as the model sees them)."""
+        return len(self.engine.tokenize(text))
+
+    def admits(self, grammar: CallGrammar, text: str) -> bool:
+        """Whether llama.cpp's grammar engine accepts ``text`` as a whole output (tests, tools)."""
+        return self.engine.admits(grammar, text)
+
+    def render(self, request: ModelRequest) -> str:
+        """The exact prompt text a request is completed from."""
+        return render_prompt(request.messages, request.tools, ensure_trigger=bool(request.tools))
+
+    def grammar_for(self, request: ModelRequest) -> tuple[CallGrammar | None, bool]:
+        """The call grammar for this turn and whether a call is required."""
+        specs = _allowed(request)
+        choice = request.tool_choice
+        required = choice != "auto" and bool(specs)
+        if not self.grammar or not specs:
+            return None, required
+        return build_call_grammar(specs, request.choices, optional_call=not required), required
+
+    def job(self, request: ModelRequest) -> _Job:
+        grammar, required = self.grammar_for(request)
+        adapter = (
+            Path(request.adapter).expanduser() if request.adapter and self.use_adapters else None
+        )
+        return _Job(
+            prompt=self.render(request),
+            conversation=request.conversation_id,
+            adapter=adapter,
+            grammar=grammar,
+            call_required=required,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+        )
+
+    def generate(self, request: ModelRequest) -> Generation:
+        """Blocking generation on the calling thread (benchmarks, scripts)."""
+        return self.engine.generate(self.job(request))
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        job = self.job(request)
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._executor, self._run_job, job)
+        try:
+            result = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            job.cancel.set()
+            future.add_done_callback(_consume)
+            raise
+        return ModelResponse(
+            content=result.text,
+            raw_text=result.text,
+            finish_reason=result.finish_reason,
+            usage=Usage(
+                prompt_tokens=result.prompt_tokens,
+                completion_tokens=result.completion_tokens,
+                cached_prompt_tokens=result.cached_tokens,
+            ),
+            latency_s=time.perf_counter() - started,
+        )
+
+    def clear_cache(self) -> None:
+        """Drop every conversation's KV cache (after queued requests finish)."""
+        if self._engine is not None:
+            self._executor.submit(self._engine.clear_cache).result()
+
+    def _run_job(self, job: _Job) -> Generation:
+        return self.engine.generate(job)
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.close)
+
+    def close(self) -> None:
+        """Finish queued requests, then free the model."""
+        self._executor.shutdown(wait=True)
+        with self._load_lock:
+            self._closed = True
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None
+
+
+def _consume(future: asyncio.Future[Generation]) -> None:
+    """Retrieve the outcome of an abandoned generation so asyncio does not warn about it."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _allowed(request: ModelRequest) -> list[ToolSpec]:
+    specs = request.allowed_specs()
+    choice = request.tool_choice
+    if choice not in ("auto", "required"):
+        named = [spec for spec in specs if spec.name == choice]
+        return named or specs
+    return specs
