@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -134,35 +134,37 @@ def harness_command(
     _render(report)
 
 
+def _table(title: str, columns: list[str], caption: str) -> Table:
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    for index, name in enumerate(columns):
+        table.add_column(name, justify="left" if index == 0 else "right", no_wrap=True)
+    return table
+
+
 def _pct(value: float) -> str:
     return f"{value:.0%}"
 
 
 def _render(report: HarnessReport) -> None:
-    table = Table(
-        title=(
-            f"{report.agent} agent on {report.backend}: {report.requests} request(s) per variant, "
-            f"concurrency {report.concurrency}, temperature {report.temperature}, "
-            f"tool_choice {report.tool_choice}"
-        )
+    console.print(
+        f"[bold]{report.agent}[/bold] agent on [bold]{report.backend}[/bold]: "
+        f"{report.requests} request(s) per variant, concurrency {report.concurrency}, "
+        f"temperature {report.temperature}, tool_choice {report.tool_choice}"
     )
-    columns: list[tuple[str, Literal["left", "right"]]] = [
-        ("variant", "left"),
-        ("success", "right"),
-        ("tool calls", "right"),
-        ("valid", "right"),
-        ("miss", "right"),
-        ("repeat", "right"),
-        ("turns", "right"),
-        ("p50 / p95 s", "right"),
-        ("prompt tok/s", "right"),
-        ("gen tok/s", "right"),
-        ("cache hit", "right"),
-    ]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)
+    calls = _table(
+        "Tool calls",
+        ["variant", "ok", "call", "valid", "miss", "repeat", "turns"],
+        "ok: runs that submitted; call: responses holding a usable call; valid: calls that "
+        "passed the schema; repeat: calls identical to an earlier one",
+    )
+    speed = _table(
+        "Speed",
+        ["variant", "p50 s", "p95 s", "prompt tok/s", "gen tok/s", "cache hit"],
+        "latency per model call; tokens per second of model time; cache hit: prompt "
+        "tokens reused from the KV cache",
+    )
     for stats in report.variants:
-        table.add_row(
+        calls.add_row(
             stats.variant,
             _pct(stats.success_rate),
             _pct(stats.tool_call_rate),
@@ -170,12 +172,17 @@ def _render(report: HarnessReport) -> None:
             _pct(stats.miss_rate),
             _pct(stats.repeat_rate),
             f"{stats.mean_turns:.1f}",
-            f"{stats.latency_p50_s:.2f} / {stats.latency_p95_s:.2f}",
+        )
+        speed.add_row(
+            stats.variant,
+            f"{stats.latency_p50_s:.2f}",
+            f"{stats.latency_p95_s:.2f}",
             f"{stats.prompt_tokens_per_s:.0f}",
-            f"{stats.generated_tokens_per_s:.1f}",
+            f"{stats.generated_tokens_per_s:.0f}",
             _pct(stats.cache_hit_ratio),
         )
-    console.print(table)
+    console.print(calls)
+    console.print(speed)
     failed = [episode for episode in report.episodes if episode.status != "success"]
     for episode in failed[:5]:
         console.print(
