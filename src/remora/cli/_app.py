@@ -39,6 +39,9 @@ class ConfigFormat(StrEnum):
     json = "json"
 
 
+FormatOption = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
+]
 ConfigFileOption = Annotated[
     Path | None,
     typer.Option(

@@ -10,16 +10,22 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from remora.cli._app import ConfigFileOption, OutputFormat, SetOption, app, console, load
+from remora.cli._app import (
+    ConfigFileOption,
+    FormatOption,
+    OutputFormat,
+    SetOption,
+    app,
+    console,
+    load,
+)
 from remora.config import RemoraConfig
 from remora.definitions import AgentCheck, agent_sources, check_agents
 
 
 @app.command("list-agents")
 def list_agents_command(
-    output: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
-    ] = OutputFormat.table,
+    output: FormatOption = OutputFormat.table,
     config_file: ConfigFileOption = None,
     assignments: SetOption = None,
 ) -> None:

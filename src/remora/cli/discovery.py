@@ -10,7 +10,16 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from remora.cli._app import ConfigFileOption, OutputFormat, SetOption, app, console, load
+from remora.cli._app import (
+    ConfigFileOption,
+    FormatOption,
+    OutputFormat,
+    SetOption,
+    app,
+    console,
+    err_console,
+    load,
+)
 from remora.discovery import DiscoveryResult, discover, find_project_root
 
 
@@ -20,9 +29,7 @@ def discover_command(
         list[Path] | None,
         typer.Argument(help="Python files or directories (default: the current directory)."),
     ] = None,
-    output: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
-    ] = OutputFormat.table,
+    output: FormatOption = OutputFormat.table,
     config_file: ConfigFileOption = None,
     assignments: SetOption = None,
 ) -> None:
@@ -36,7 +43,8 @@ def discover_command(
     """
     targets = paths or [Path.cwd()]
     loaded = load(targets[0], config_file, assignments)
-    result = discover(targets, loaded.config.discovery, root=find_project_root(targets[0]))
+    with err_console.status("discovering nodes...", spinner="dots"):
+        result = discover(targets, loaded.config.discovery, root=find_project_root(targets[0]))
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
         return

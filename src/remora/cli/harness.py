@@ -14,6 +14,7 @@ from rich.table import Table
 
 from remora.cli._app import (
     ConfigFileOption,
+    FormatOption,
     OutputFormat,
     SetOption,
     app,
@@ -61,9 +62,7 @@ def harness_command(
         float | None, typer.Option(help="Sampling temperature (default 0).")
     ] = None,
     tool_choice: Annotated[str | None, typer.Option(help="required (default) or auto.")] = None,
-    output: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
-    ] = OutputFormat.table,
+    output: FormatOption = OutputFormat.table,
     config_file: ConfigFileOption = None,
     assignments: SetOption = None,
 ) -> None:

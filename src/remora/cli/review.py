@@ -20,6 +20,7 @@ from rich.table import Table
 
 from remora.cli._app import (
     ConfigFileOption,
+    FormatOption,
     OutputFormat,
     SetOption,
     app,
@@ -129,9 +130,7 @@ def _reject_message(service: ReviewService, workspace_id: str) -> str:
 @app.command("runs")
 def runs_command(
     project: ProjectOption = None,
-    output: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
-    ] = OutputFormat.table,
+    output: FormatOption = OutputFormat.table,
     config_file: ConfigFileOption = None,
     assignments: SetOption = None,
 ) -> None:
@@ -294,7 +293,6 @@ def accept_command(
     was made from; if you edited it since, the edits are merged, and a conflict refuses
     that workspace (WS_004) leaving every file as it was. 'remora undo' reverts.
 
-    \b
     Examples:
 
         remora accept lint-3f2a9c0d1e2b4a5c-ab12cd
@@ -317,7 +315,6 @@ def reject_command(
 ) -> None:
     """Discard workspaces; the project is not touched.
 
-    \b
     Examples:
 
         remora reject docstring-3f2a9c0d1e2b4a5c-ab12cd
