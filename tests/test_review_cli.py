@@ -11,10 +11,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from remora.cli import main
 from remora.results import JobRecord, RunStore
 from remora.runner.result import AgentResult
 from remora.workspace import WorkspaceManager
+from tests.cli_helpers import run_cli
 
 REMORA = Path(sys.executable).with_name("remora")
 
@@ -69,15 +69,9 @@ def reviews(root: Path, run_id: str) -> dict[str, str]:
 def cli(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
 ) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["remora", *args])
     monkeypatch.setenv("COLUMNS", "200")
-    try:
-        main()
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
+    result = run_cli(list(args), capsys)
+    return result.code, result.out, result.err
 
 
 def test_runs_lists_runs_as_table_and_json(

@@ -327,10 +327,10 @@ class ReviewService:
         """Finish or roll back interrupted accepts/undos (their manifests follow)."""
         return self.workspaces.recover()
 
-    def reconcile(self, run_id: str) -> RunManifest:
-        """Make each job's review state agree with its workspace on disk."""
+    def reconcile(self, run_id: str | None) -> RunManifest:
+        """Make each job's review state agree with its workspace on disk (None: newest run)."""
         with self.manager.lock():
-            manifest = self.store.read(run_id)
+            manifest = self.store.resolve(run_id)
             changed = False
             for job in manifest.jobs:
                 if job.workspace_id is None or job.review == "none":

@@ -92,7 +92,7 @@ def _selected(
         return workspace_ids
     if not select_all:
         raise typer.BadParameter("give workspace ids, or --all to take a whole run")
-    manifest = service.reconcile(service.store.resolve(run_id).run_id)
+    manifest = service.reconcile(run_id)
     return [job.workspace_id for job in manifest.pending_reviews(operation) if job.workspace_id]
 
 
@@ -142,11 +142,10 @@ def runs_command(
     Example: remora runs --format json
     """
     service = _service(project, config_file, assignments)
-    summaries = service.store.list()
-    for summary in summaries:
-        if summary.pending:
-            service.reconcile(summary.run_id)
-    summaries = service.store.list()
+    summaries = [
+        service.reconcile(summary.run_id).summary() if summary.pending else summary
+        for summary in service.store.list()
+    ]
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
         sys.stdout.write("\n")
@@ -237,7 +236,7 @@ def review_command(
             "in scripts use 'remora diff WORKSPACE_ID', 'remora accept WORKSPACE_ID...' or "
             "'remora reject WORKSPACE_ID...' ('--all --run RUN_ID' takes a whole run)",
         )
-    manifest = service.reconcile(service.store.resolve(run_id).run_id)
+    manifest = service.reconcile(run_id)
     jobs = manifest.pending_reviews(operation)
     if not jobs:
         console.print(f"nothing to review in run {manifest.run_id}")

@@ -38,6 +38,14 @@ def file_sha256(path: Path) -> str | None:
     return None if data is None else sha256_bytes(data)
 
 
+def file_mode(path: Path) -> int | None:
+    """Permission bits of ``path`` (following symlinks), or None when it cannot be stat'ed."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return None
+
+
 def fsync_dir(path: Path) -> None:
     """Make a rename or unlink inside ``path`` durable."""
     try:

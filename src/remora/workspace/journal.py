@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from remora.errors import WorkspaceError
 from remora.workspace.durable import (
     atomic_write,
+    file_mode,
     file_sha256,
     fsync_dir,
     sha256_bytes,
@@ -108,13 +109,6 @@ def _save(journal_dir: Path, journal: Journal) -> None:
 def _drop(journal_dir: Path, journal: Journal) -> None:
     _journal_path(journal_dir, journal).unlink(missing_ok=True)
     fsync_dir(journal_dir)
-
-
-def _mode(path: Path) -> int | None:
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        return None
 
 
 def _missing_dirs(root: Path, rel: str, known: list[str]) -> None:
@@ -211,7 +205,7 @@ def apply_journaled(
         temp_dirs: set[Path] = set()
         for op, entry in zip(ops, entries, strict=True):
             if op.data is not None and entry.temp is not None:
-                write_durable(root / entry.temp, op.data, _mode(root / op.path))
+                write_durable(root / entry.temp, op.data, file_mode(root / op.path))
                 temp_dirs.add((root / entry.temp).parent)
                 _pause()
         for directory in temp_dirs:

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Protocol
 
 from remora.workspace.base import normalize_path
-from remora.workspace.durable import sha256_bytes
+from remora.workspace.durable import file_mode, sha256_bytes
 from remora.workspace.models import Change
 
 CACHE_NAMES = frozenset(
@@ -162,13 +162,6 @@ def _plan(source: ViewSource, writable: Iterable[str]) -> _Plan:
     return plan
 
 
-def _project_mode(path: Path) -> int | None:
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        return None
-
-
 def _build(source: ViewSource, plan: _Plan, state: _ViewState, hidden: str | None) -> None:
     root = str(source.root)
     view = str(state.path)
@@ -195,7 +188,7 @@ def _build(source: ViewSource, plan: _Plan, state: _ViewState, hidden: str | Non
             path = os.path.join(target, name)
             with open(path, "wb") as handle:
                 handle.write(data)
-            mode = _project_mode(Path(root, child))
+            mode = file_mode(Path(root, child))
             if mode is not None and mode & 0o7111:
                 os.chmod(path, mode)
             state.files[child] = sha256_bytes(data)
