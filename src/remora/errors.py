@@ -107,7 +107,7 @@ class RunnerError(RemoraError):
     RUN_001 bad tools or settings; RUN_002 no valid submit within the turn limit; RUN_003
     too many unusable replies in a row; RUN_004 cancelled; RUN_005 job timeout; RUN_010
     bad harness variants file; RUN_011 unknown harness variant; RUN_012 no nodes the agent
-    applies to; RUN_013 bad harness request/concurrency counts.
+    applies to; RUN_013 bad harness request/concurrency counts; RUN_014 unknown harness agent.
     """
 
     prefix = "RUN"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -20,7 +20,12 @@ from remora.cli._app import (
     load,
 )
 from remora.config import RemoraConfig
-from remora.definitions import AgentCheck, agent_sources, check_agents
+
+if TYPE_CHECKING:
+    from remora.definitions import AgentCheck
+
+# remora.definitions pulls in the tool capabilities (libcst, jsonschema...): it is
+# imported inside the commands so `remora --help` and other commands start fast.
 
 
 @app.command("list-agents")
@@ -37,9 +42,11 @@ def list_agents_command(
 
     Example: remora list-agents --set 'agents.dirs=[my_agents]' --format json
     """
+    from remora.definitions import agent_sources, check_agents
+
     config = load(None, config_file, assignments).config
     checks = check_agents(agent_sources(config.agents.dirs))
-    rows = [_describe(check, checks, config) for check in checks]
+    rows = [_describe(check, checks[i + 1 :], config) for i, check in enumerate(checks)]
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
@@ -70,9 +77,9 @@ def list_agents_command(
     console.print(table)
 
 
-def _describe(check: AgentCheck, checks: list[AgentCheck], config: RemoraConfig) -> dict[str, Any]:
+def _describe(check: AgentCheck, later: list[AgentCheck], config: RemoraConfig) -> dict[str, Any]:
+    """One agent's row; ``later`` are the checks after it, which may shadow it."""
     definition = check.definition
-    later = checks[checks.index(check) + 1 :]
     shadow = next(
         (other.source for other in later if other.definition and other.name == check.name), None
     )
@@ -119,6 +126,8 @@ def validate_agents_command(
 
     Example: remora validate-agents my_agents/
     """
+    from remora.definitions import agent_sources, check_agents
+
     if directory is not None:
         sources = [(str(directory), directory)]
     else:

@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -22,11 +22,14 @@ from remora.cli._app import (
     err_console,
     load,
 )
-from remora.definitions import load_agents
 from remora.discovery import discover, find_project_root
 from remora.errors import RunnerError
-from remora.harness import DEFAULT_VARIANT, HarnessReport, run_harness
-from remora.model import create_client
+
+if TYPE_CHECKING:
+    from remora.harness import HarnessReport
+
+# The harness, agent definitions and model backends are heavy (libcst, jsonschema, the
+# agent loop): they are imported inside the command so other commands start fast.
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "sample_project"
 
@@ -79,6 +82,10 @@ def harness_command(
         remora harness -v default -v stepwise -n 8 --format json
         remora harness --backend openai --set model.base_url=http://127.0.0.1:8000/v1
     """
+    from remora.definitions import load_agents
+    from remora.harness import DEFAULT_VARIANT, run_harness
+    from remora.model import create_client
+
     targets = paths or ([EXAMPLE] if EXAMPLE.is_dir() else [Path.cwd()])
     overrides = list(assignments or [])
     if backend is not None:

@@ -14,6 +14,8 @@ import pathspec
 from remora.discovery.models import DiscoveryProblem
 from remora.errors import DiscoveryError
 
+# Besides these names, any directory holding a pyvenv.cfg (a virtual environment,
+# whatever it is called) is skipped; a package merely named "venv" is not.
 DEFAULT_IGNORES = (
     ".git/",
     ".hg/",
@@ -33,8 +35,6 @@ DEFAULT_IGNORES = (
     ".ruff_cache/",
 )
 
-# Besides these names, any directory holding a pyvenv.cfg (a virtual environment,
-# whatever it is called) is skipped; a package merely named "venv" is not.
 PROJECT_MARKERS = ("remora.yaml", "remora.yml", "pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
