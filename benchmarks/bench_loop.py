@@ -24,6 +24,7 @@ from typing import Any
 
 from remora.events import JsonlEmitter
 from remora.model.base import Message, ModelRequest, ToolCall, ToolSpec
+from remora.model.functiongemma import render_call
 from remora.runner import LoopSettings, LoopTool, run_agent
 from remora.testing import ScriptedModel, Step
 from remora.tools.result import ToolResult
@@ -84,18 +85,9 @@ def episode_calls() -> list[ToolCall]:
     return calls
 
 
-def _render(call: ToolCall) -> str:
-    parts = []
-    for key, value in call.arguments.items():
-        shown = f"<escape>{value}<escape>" if isinstance(value, str) else str(value)
-        parts.append(f"{key}:{shown}")
-    body = ",".join(parts)
-    return f"<start_function_call>call:{call.name}{{{body}}}<end_function_call>"
-
-
 def script(native: bool) -> list[Step]:
     calls = episode_calls()
-    return list(calls) if native else [_render(call) for call in calls]
+    return list(calls) if native else [render_call(call) for call in calls]
 
 
 async def instant_tool(name: str, arguments: dict[str, Any]) -> ToolResult:

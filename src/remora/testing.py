@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from remora.runner.history import MESSAGE_OVERHEAD, estimate_tokens
 from remora.tools.result import ToolResult
 
 Step: TypeAlias = (
@@ -36,15 +37,16 @@ def call(name: str, /, **arguments: Any) -> ToolCall:
     return ToolCall(name=name, arguments=arguments)
 
 
-def _tokens(text: str) -> int:
-    return (len(text) + 3) // 4
+def _calls_text(calls: Iterable[ToolCall]) -> str:
+    return "".join(item.name + json.dumps(item.arguments, default=str) for item in calls)
 
 
 def _message_tokens(message: Message) -> int:
-    calls = "".join(
-        item.name + json.dumps(item.arguments, default=str) for item in message.tool_calls
+    return (
+        MESSAGE_OVERHEAD
+        + estimate_tokens(message.content)
+        + estimate_tokens(_calls_text(message.tool_calls))
     )
-    return 4 + _tokens(message.content) + _tokens(calls)
 
 
 class ScriptedModel:
@@ -123,12 +125,11 @@ def _usage(request: ModelRequest, previous: ModelRequest | None, response: Model
             if old != new:
                 break
             cached += _message_tokens(new)
-    output = response.raw_text or response.content
-    output += "".join(
-        item.name + json.dumps(item.arguments, default=str) for item in response.tool_calls
-    )
+    output = (response.raw_text or response.content) + _calls_text(response.tool_calls)
     return Usage(
-        prompt_tokens=prompt, completion_tokens=_tokens(output), cached_prompt_tokens=cached
+        prompt_tokens=prompt,
+        completion_tokens=estimate_tokens(output),
+        cached_prompt_tokens=cached,
     )
 
 

@@ -82,10 +82,17 @@ class ModelRequest(BaseModel):
     model_id: str | None = Field(default=None, description="Model id (OpenAI-compatible).")
 
     def allowed_specs(self) -> list[ToolSpec]:
-        if self.allowed_tools is None:
-            return list(self.tools)
-        allowed = set(self.allowed_tools)
-        return [tool for tool in self.tools if tool.name in allowed]
+        """The tools the model may call this turn: ``allowed_tools`` (None: all of
+        ``tools``), narrowed to the one a named ``tool_choice`` picks when it is among them.
+        """
+        specs = self.tools
+        if self.allowed_tools is not None:
+            allowed = set(self.allowed_tools)
+            specs = [tool for tool in specs if tool.name in allowed]
+        if self.tool_choice not in ("auto", "required"):
+            named = [tool for tool in specs if tool.name == self.tool_choice]
+            return named or list(specs)
+        return list(specs)
 
 
 class Usage(BaseModel):

@@ -52,8 +52,8 @@ from typing import Any
 import numpy as np
 
 from remora.errors import ModelError
-from remora.model.base import ModelRequest, ModelResponse, ToolSpec, Usage
-from remora.model.defaults import check_gguf
+from remora.model.base import ModelRequest, ModelResponse, Usage
+from remora.model.defaults import GGUF_MAGIC, check_gguf
 from remora.model.functiongemma import END_CALL, START_CALL, STOP_SEQUENCES, render_prompt
 from remora.model.grammar import CallGrammar, build_call_grammar
 
@@ -186,9 +186,11 @@ class _TokenData:
         self.array = lib.llama_token_data_array(self.buffer, size, -1, False)
         self.ref = ctypes.byref(self.array)
 
-    def load(self, ids: Any, logits: Any) -> None:
-        count = len(ids)
-        self.view["id"][:count] = ids
+    def load(self, logits: Any, ids: Any = None) -> None:
+        """Fill the entries with ``logits``; ``ids`` None keeps the ids already there."""
+        count = len(logits)
+        if ids is not None:
+            self.view["id"][:count] = ids
         self.view["logit"][:count] = logits
         self.view["p"][:count] = 0.0
         self.array.size = count
@@ -528,27 +530,20 @@ class _Engine:
         logits = self._logits()
         if temperature <= 0.0:
             token = int(np.argmax(logits))
-            if grammar is None or grammar.allows(token):
-                return token, False
         else:
             top = np.argpartition(logits, -TOP_CANDIDATES)[-TOP_CANDIDATES:]
             token = int(top[self._pick(logits[top], np.ones(len(top), bool), temperature)])
-            if grammar is None or grammar.allows(token):
-                return token, False
-        assert grammar is not None
+        if grammar is None or grammar.allows(token):
+            return token, False
         top = np.argpartition(logits, -TOP_CANDIDATES)[-TOP_CANDIDATES:]
         top = top[np.argsort(-logits[top])]
         data = self.top
-        data.load(top.astype(np.int32), logits[top])
+        data.load(logits[top], top.astype(np.int32))
         allowed = grammar.filter(data)
         if allowed.any():
             return int(top[self._pick(logits[top], allowed, temperature)]), True
         full = self._full()
-        full.view["logit"][:] = logits
-        full.view["p"][:] = 0.0
-        full.array.size = self.n_vocab
-        full.array.selected = -1
-        full.array.sorted = False
+        full.load(logits)
         allowed = grammar.filter(full)
         if not allowed.any():
             raise ModelError(
@@ -670,7 +665,7 @@ def verify_adapter_file(path: Path) -> None:
         raise ModelError(
             "MODEL_010", f"cannot read LoRA adapter {path}: {exc}", "check its permissions"
         ) from None
-    if magic != b"GGUF":
+    if magic != GGUF_MAGIC:
         raise ModelError(
             "MODEL_011",
             f"LoRA adapter {path} is not a GGUF file",
@@ -747,9 +742,8 @@ class LlamaCppBackend:
 
     def grammar_for(self, request: ModelRequest) -> tuple[CallGrammar | None, bool]:
         """The call grammar for this turn and whether a call is required."""
-        specs = _allowed(request)
-        choice = request.tool_choice
-        required = choice != "auto" and bool(specs)
+        specs = request.allowed_specs()
+        required = request.tool_choice != "auto" and bool(specs)
         if not self.grammar or not specs:
             return None, required
         return build_call_grammar(specs, request.choices, optional_call=not required), required
@@ -822,12 +816,3 @@ def _consume(future: asyncio.Future[Generation]) -> None:
     """Retrieve the outcome of an abandoned generation so asyncio does not warn about it."""
     if not future.cancelled():
         future.exception()
-
-
-def _allowed(request: ModelRequest) -> list[ToolSpec]:
-    specs = request.allowed_specs()
-    choice = request.tool_choice
-    if choice not in ("auto", "required"):
-        named = [spec for spec in specs if spec.name == choice]
-        return named or specs
-    return specs

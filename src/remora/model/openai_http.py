@@ -99,12 +99,9 @@ class OpenAIBackend:
             "max_tokens": request.max_tokens,
         }
         specs = request.allowed_specs()
-        choice = request.tool_choice
-        if choice not in ("auto", "required"):
-            specs = [spec for spec in specs if spec.name == choice] or specs
         if specs:
             payload["tools"] = [_tool(spec) for spec in specs]
-            payload["tool_choice"] = self._tool_choice(choice, specs)
+            payload["tool_choice"] = self._tool_choice(request.tool_choice, specs)
         return payload
 
     def _tool_choice(self, choice: str, specs: Sequence[ToolSpec]) -> Any:

@@ -19,10 +19,12 @@ import json
 import math
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from remora.model.base import ModelResponse, ToolCall
+from remora.model.functiongemma import END_CALL, END_RESPONSE, ESCAPE, START_CALL, START_RESPONSE
 
 PATH_NATIVE = "native"
 PATH_FUNCTIONGEMMA = "functiongemma"
@@ -31,12 +33,6 @@ PATH_FENCED = "fenced"
 PATH_JSON = "json"
 PATH_JSON_TOOL_CALLS = "json_tool_calls"
 PATH_PYTHONIC = "pythonic"
-
-CALL_START = "<start_function_call>"
-CALL_END = "<end_function_call>"
-RESPONSE_START = "<start_function_response>"
-RESPONSE_END = "<end_function_response>"
-ESCAPE = "<escape>"
 
 _MAX_DEPTH = 32
 _NAME_RE = re.compile(r"[A-Za-z_][\w.\-]*")
@@ -50,7 +46,7 @@ _TAG_RE = re.compile(
 )
 _FENCE_RE = re.compile(r"```[ \t]*[\w+\-]*[ \t]*\r?\n?(.*?)(?:```|\Z)", re.DOTALL)
 _RESPONSE_BLOCK_RE = re.compile(
-    re.escape(RESPONSE_START) + r".*?(?:" + re.escape(RESPONSE_END) + r"|\Z)", re.DOTALL
+    re.escape(START_RESPONSE) + r".*?(?:" + re.escape(END_RESPONSE) + r"|\Z)", re.DOTALL
 )
 _ATTEMPT_RE = re.compile(
     r"call:\s*[A-Za-z_]|<start_function_call>|<tool_call>|\btool_calls?\b|function_call"
@@ -239,50 +235,38 @@ class _FGReader:
         return _scalar_value(token)
 
     def parse_object(self, depth: int) -> dict[str, Any]:
-        self._expect("{")
         result: dict[str, Any] = {}
-        self.skip_ws()
-        if self.text.startswith("}", self.pos):
-            self.pos += 1
-            return result
-        while True:
+
+        def entry() -> None:
             key = self.parse_key()
             self._expect(":")
             result[key] = self.parse_value(depth)
-            self.skip_ws()
-            if self.text.startswith(",", self.pos):
-                self.pos += 1
-                self.skip_ws()
-                if self.text.startswith("}", self.pos):
-                    self.pos += 1
-                    return result
-                continue
-            if self.text.startswith("}", self.pos):
-                self.pos += 1
-                return result
-            raise self._fail("expected ',' or '}'")
+
+        self._items("{", "}", entry)
+        return result
 
     def _parse_list(self, depth: int) -> list[Any]:
-        self._expect("[")
         items: list[Any] = []
-        self.skip_ws()
-        if self.text.startswith("]", self.pos):
-            self.pos += 1
-            return items
-        while True:
-            items.append(self.parse_value(depth))
+        self._items("[", "]", lambda: items.append(self.parse_value(depth)))
+        return items
+
+    def _items(self, opening: str, closing: str, read_item: Callable[[], None]) -> None:
+        """``opening item, item, ... closing``; a trailing comma is allowed."""
+        self._expect(opening)
+        while not self._closed_by(closing):
+            read_item()
             self.skip_ws()
             if self.text.startswith(",", self.pos):
                 self.pos += 1
-                self.skip_ws()
-                if self.text.startswith("]", self.pos):
-                    self.pos += 1
-                    return items
-                continue
-            if self.text.startswith("]", self.pos):
-                self.pos += 1
-                return items
-            raise self._fail("expected ',' or ']'")
+            elif not self.text.startswith(closing, self.pos):
+                raise self._fail(f"expected ',' or {closing!r}")
+
+    def _closed_by(self, closing: str) -> bool:
+        self.skip_ws()
+        if self.text.startswith(closing, self.pos):
+            self.pos += 1
+            return True
+        return False
 
 
 def _scalar_value(token: str) -> Any:
@@ -316,7 +300,7 @@ def _functiongemma_call(text: str, pos: int) -> tuple[ToolCall, int]:
     name = match.group()
     reader.pos = match.end()
     reader.skip_ws()
-    if text.startswith(CALL_END, reader.pos):
+    if text.startswith(END_CALL, reader.pos):
         arguments: dict[str, Any] = {}
     elif reader.pos >= len(text):
         raise reader._fail("truncated call")
@@ -328,10 +312,10 @@ def _functiongemma_call(text: str, pos: int) -> tuple[ToolCall, int]:
 
 def _find_functiongemma_tagged(text: str) -> _Found:
     found = _Found([], [])
-    start = text.find(CALL_START)
+    start = text.find(START_CALL)
     while start >= 0:
-        body_start = start + len(CALL_START)
-        following = text.find(CALL_START, body_start)
+        body_start = start + len(START_CALL)
+        following = text.find(START_CALL, body_start)
         segment_end = following if following >= 0 else len(text)
         stripped = text[body_start:segment_end].lstrip()
         try:

@@ -25,10 +25,6 @@ class Transcript:
             self._handle = path.open("a", encoding="utf-8")
             self._write(f"##### {title}\n")
 
-    @property
-    def enabled(self) -> bool:
-        return self._handle is not None
-
     def _write(self, text: str) -> None:
         if self._handle is not None:
             self._handle.write(text)
