@@ -2,11 +2,11 @@
 
 The tool is the smallest useful script: one model-facing input, one ``@external`` stub and
 the call (``read_file(path)``). The baseline calls the same registered capability with the
-same context in-process. Both run in this process, interleaved in rounds, so the figure
+same context in-process. Both run in this process, interleaved call by call, so the figure
 that matters is the difference (and ratio) of medians measured side by side; the target is
 under 2 ms of median overhead per call.
 
-    python benchmarks/bench_tools.py [--calls 300] [--rounds 5]
+    python benchmarks/bench_tools.py [--calls 1000]
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from remora.config import ToolsConfig
@@ -73,12 +73,10 @@ class ReadOnlyStore:
     def changed_paths(self) -> list[str]:
         return []
 
-    def materialize(self) -> AbstractContextManager[Path]:
-        @contextmanager
-        def view() -> Iterator[Path]:
-            yield self._root
-
-        return view()
+    @contextmanager
+    def materialize(self, writable: Iterable[str] = ()) -> Iterator[Path]:
+        del writable  # nothing is written
+        yield self._root
 
 
 def timed_ms(func: Callable[[], object]) -> float:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -93,11 +93,10 @@ class MemoryOverlayStore:
     def changed_paths(self) -> list[str]:
         return sorted(self._overlay)
 
-    def materialize(self) -> AbstractContextManager[Path]:
-        return self._materialize()
-
     @contextmanager
-    def _materialize(self) -> Iterator[Path]:
+    def materialize(self, writable: Iterable[str] = ()) -> Iterator[Path]:
+        """A full copy, so every path is writable and ``writable`` needs no handling."""
+        del writable
         with tempfile.TemporaryDirectory(prefix="remora-view-") as tmp:
             view = Path(tmp) / "view"
             shutil.copytree(self._root, view, symlinks=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 import textwrap
 from collections.abc import Callable
@@ -26,17 +25,7 @@ from remora.tools.pym import (
 
 
 def make_registry(*funcs: Callable[..., Any]) -> dict[str, Capability]:
-    registry: dict[str, Capability] = {}
-    for func in funcs:
-        signature = inspect.signature(func, eval_str=True)
-        params = list(signature.parameters.values())[1:]
-        registry[func.__name__] = Capability(
-            name=func.__name__,
-            func=func,
-            signature=signature.replace(parameters=params),
-            doc=inspect.getdoc(func) or "",
-        )
-    return registry
+    return {func.__name__: Capability.of(func) for func in funcs}
 
 
 def read_text(ctx: CapabilityContext, path: str, limit: int = 100) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import textwrap
 from collections.abc import Callable, Iterator
@@ -35,14 +34,7 @@ def store_write(ctx: CapabilityContext, path: str, content: str) -> dict[str, An
 
 
 def _registry(*funcs: Callable[..., Any]) -> dict[str, Capability]:
-    registry: dict[str, Capability] = {}
-    for func in funcs:
-        signature = inspect.signature(func, eval_str=True)
-        params = list(signature.parameters.values())[1:]
-        registry[func.__name__] = Capability(
-            func.__name__, func, signature.replace(parameters=params), inspect.getdoc(func) or ""
-        )
-    return registry
+    return {func.__name__: Capability.of(func) for func in funcs}
 
 
 REGISTRY = _registry(store_read, store_write)

@@ -285,14 +285,9 @@ class _Parser:
 
     def parse(self) -> PymScript:
         statements = list(self.tree.body)
-        doc = ""
-        if (
-            len(statements) > 1
-            and isinstance(statements[0], ast.Expr)
-            and isinstance(statements[0].value, ast.Constant)
-            and isinstance(statements[0].value.value, str)
-        ):
-            doc = inspect.cleandoc(statements[0].value.value)
+        # A lone string is the script's result, not its docstring.
+        doc = ast.get_docstring(self.tree) if len(statements) > 1 else None
+        if doc is not None:
             self._blank_node(statements[0])
             statements = statements[1:]
         in_header = True
@@ -323,7 +318,7 @@ class _Parser:
         return PymScript(
             path=self.path,
             source=self.source,
-            doc=doc,
+            doc=doc or "",
             inputs=tuple(self.inputs),
             externals=tuple(self.externals),
             body=self._body_text(),
@@ -475,16 +470,8 @@ class _Parser:
                 "no other decorators)",
             )
             return
-        body = list(stmt.body)
-        doc = ""
-        if (
-            body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            doc = inspect.cleandoc(body[0].value.value)
-            body = body[1:]
+        doc = ast.get_docstring(stmt)
+        body = stmt.body[1:] if doc is not None else stmt.body
         if len(body) > 1 or (
             body
             and not (
@@ -500,7 +487,7 @@ class _Parser:
                 "a docstring and '...'",
             )
         self.externals.append(
-            ExternalDecl(name=stmt.name, params=_stub_params(stmt.args), doc=doc, line=line)
+            ExternalDecl(name=stmt.name, params=_stub_params(stmt.args), doc=doc or "", line=line)
         )
 
     # Whole-script rules ---------------------------------------------------------------

@@ -48,6 +48,20 @@ class Capability:
     signature: inspect.Signature
     doc: str
 
+    @classmethod
+    def of(cls, func: Callable[..., Any]) -> Capability:
+        """``func`` described without registering it; its first parameter must be the context."""
+        full = inspect.signature(func, eval_str=True)
+        params = list(full.parameters.values())
+        if not params or params[0].name != "ctx":
+            raise TypeError(f"capability {func.__name__} must take 'ctx' as its first parameter")
+        return cls(
+            name=func.__name__,
+            func=func,
+            signature=full.replace(parameters=params[1:]),
+            doc=inspect.getdoc(func) or "",
+        )
+
 
 _REGISTRY: dict[str, Capability] = {}
 CAPABILITIES: Mapping[str, Capability] = MappingProxyType(_REGISTRY)
@@ -55,18 +69,10 @@ CAPABILITIES: Mapping[str, Capability] = MappingProxyType(_REGISTRY)
 
 def capability(func: F) -> F:
     """Register ``func`` under its own name; its first parameter must be the context."""
-    full = inspect.signature(func, eval_str=True)
-    params = list(full.parameters.values())
-    if not params or params[0].name != "ctx":
-        raise TypeError(f"capability {func.__name__} must take 'ctx' as its first parameter")
-    if func.__name__ in _REGISTRY:
-        raise TypeError(f"capability {func.__name__} is registered twice")
-    _REGISTRY[func.__name__] = Capability(
-        name=func.__name__,
-        func=func,
-        signature=full.replace(parameters=params[1:]),
-        doc=inspect.getdoc(func) or "",
-    )
+    described = Capability.of(func)
+    if described.name in _REGISTRY:
+        raise TypeError(f"capability {described.name} is registered twice")
+    _REGISTRY[described.name] = described
     return func
 
 

@@ -1,4 +1,5 @@
-"""Checked access to the job's FileStore: path rules, text decoding and helpful not-found errors.
+"""Checked access to the job's FileStore: path rules, text decoding, helpful not-found errors
+and the bounded diffs editing capabilities report.
 
 Every capability reads and writes through these helpers, so the path policy lives in one
 place: paths are normalised with :func:`normalize_path` (WS_001 for absolute or
@@ -13,17 +14,16 @@ from __future__ import annotations
 
 import codecs
 import difflib
-import inspect
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import cast
 
 from remora.errors import ToolError, WorkspaceError
 from remora.tools.capabilities._registry import CapabilityContext
 from remora.workspace.base import normalize_path, resolve_inside
 
+DIFF_LIMIT = 4000
 _SHOWN_ENTRIES = 12
 _SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "venv", "site-packages"})
 
@@ -82,15 +82,11 @@ def read_bytes(ctx: CapabilityContext, path: str) -> tuple[str, bytes]:
     try:
         return relative, ctx.store.read(relative)
     except FileNotFoundError:
-        if is_dir(ctx, relative):
-            raise ToolError(
-                "TOOL_103", f"'{relative}' is a directory", "call list_dir to see its files"
-            ) from None
-        raise not_found(ctx, relative) from None
+        if not is_dir(ctx, relative):
+            raise not_found(ctx, relative) from None
     except IsADirectoryError:
-        raise ToolError(
-            "TOOL_103", f"'{relative}' is a directory", "call list_dir to see its files"
-        ) from None
+        pass
+    raise ToolError("TOOL_103", f"'{relative}' is a directory", "call list_dir to see its files")
 
 
 def decode_text(relative: str, data: bytes) -> str:
@@ -131,6 +127,19 @@ def read_source(ctx: CapabilityContext, path: str) -> tuple[str, str, bool]:
     return relative, decode_text(relative, data), data.startswith(codecs.BOM_UTF8)
 
 
+def bounded_diff(relative: str, before: str, after: str, *, context: int = 3) -> str:
+    """A unified diff of an edit to ``relative``, cut after ``DIFF_LIMIT`` characters."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        f"a/{relative}",
+        f"b/{relative}",
+        n=context,
+    )
+    text = "".join(lines)
+    return text if len(text) <= DIFF_LIMIT else text[:DIFF_LIMIT] + "\n... (diff truncated)"
+
+
 def walk_files(ctx: CapabilityContext, directory: str, suffixes: tuple[str, ...] = ()) -> list[str]:
     """Files under ``directory`` in the merged view, skipping hidden directories and caches."""
     found: list[str] = []
@@ -159,15 +168,9 @@ def _inside(ctx: CapabilityContext, relative: str) -> bool:
 def materialize(
     ctx: CapabilityContext, writable: Iterable[str] = ()
 ) -> AbstractContextManager[Path]:
-    """The store's materialized view, passing ``writable`` paths to stores that accept them.
+    """The store's materialized view, in which the ``writable`` paths are real copies.
 
     The overlay builds views from symlinks into the project and makes the ``writable``
     paths real copies, so a subprocess writing there cannot reach the project.
     """
-    method = cast(Callable[..., AbstractContextManager[Path]], ctx.store.materialize)
-    paths = sorted(set(writable))
-    try:
-        accepts = "writable" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        accepts = False
-    return method(writable=paths) if accepts and paths else method()
+    return ctx.store.materialize(writable=sorted(set(writable)))

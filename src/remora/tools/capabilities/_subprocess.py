@@ -62,6 +62,12 @@ def scrubbed_env(
     return env
 
 
+def import_roots(view: Path) -> list[Path]:
+    """Where the project's modules import from: the view, and its ``src/`` when present."""
+    source = view / "src"
+    return [view, source] if source.is_dir() else [view]
+
+
 def python_command(*args: str) -> list[str]:
     """argv running the host interpreter, which is where ruff, pytest and remora are installed."""
     return [sys.executable, *args]

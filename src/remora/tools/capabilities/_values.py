@@ -13,12 +13,7 @@ from remora.errors import ToolError
 
 def as_int(value: Any, name: str) -> int:
     """``value`` as an int (``3``, ``"3"``, ``3.0``) or TOOL_104."""
-    if isinstance(value, bool):
-        raise _bad(name, value, "a whole number")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise _bad(name, value, "a whole number") from None
+    number = _number(value, name, "a whole number")
     if not number.is_integer():
         raise _bad(name, value, "a whole number")
     return int(number)
@@ -26,15 +21,20 @@ def as_int(value: Any, name: str) -> int:
 
 def as_float(value: Any, name: str) -> float:
     """``value`` as a positive float or TOOL_104."""
-    if isinstance(value, bool):
-        raise _bad(name, value, "a number of seconds")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise _bad(name, value, "a number of seconds") from None
+    number = _number(value, name, "a number of seconds")
     if not number > 0:
         raise _bad(name, value, "a positive number of seconds")
     return number
+
+
+def _number(value: Any, name: str, wanted: str) -> float:
+    """``float(value)`` for anything but a bool, else TOOL_104 asking for ``wanted``."""
+    if isinstance(value, bool):
+        raise _bad(name, value, wanted)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise _bad(name, value, wanted) from None
 
 
 def as_text(value: Any, name: str) -> str:

@@ -21,7 +21,12 @@ from typing import Any
 from remora.errors import ToolError
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import checked_path, materialize, not_found
-from remora.tools.capabilities._subprocess import python_command, run_command, scrubbed_env
+from remora.tools.capabilities._subprocess import (
+    import_roots,
+    python_command,
+    run_command,
+    scrubbed_env,
+)
 from remora.tools.capabilities._values import as_float
 
 CHILD = Path(__file__).with_name("_call_child.py")
@@ -61,8 +66,7 @@ def call_function(
         home = Path(tmp) / "home"
         home.mkdir()
         request, result_file = Path(tmp) / "request.json", Path(tmp) / "result.json"
-        source = view / "src"
-        roots = [view, source] if source.is_dir() else [view]
+        roots = import_roots(view)
         request.write_text(
             json.dumps(
                 {

@@ -1,10 +1,10 @@
 """Docstring capabilities: read a node's docstring and write one in a chosen style.
 
-Edits go through libcst, so everything else in the file (formatting, comments, quotes)
-stays byte-for-byte. The host builds the Args/Returns/Yields/Raises sections from the
-signature and body; the caller supplies the summary and, optionally, descriptions. When a
-docstring is replaced, descriptions and extra sections it already had are kept unless new
-ones are given.
+Edits go through libcst (in ``_docstring_cst``), so everything else in the file (formatting,
+comments, quotes) stays byte-for-byte. The host builds the Args/Returns/Yields/Raises
+sections from the signature and body; the caller supplies the summary and, optionally,
+descriptions. When a docstring is replaced, descriptions and extra sections it already had
+are kept unless new ones are given.
 
 Codes: TOOL_101..TOOL_103 path problems, TOOL_105 no definition with that qualname,
 TOOL_106 the file does not parse, TOOL_601 invalid style or empty summary.
@@ -13,14 +13,10 @@ TOOL_106 the file does not parse, TOOL_601 invalid style or empty summary.
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
-
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from remora.errors import ToolError
 from remora.tools.capabilities._docstring_format import (
@@ -32,16 +28,19 @@ from remora.tools.capabilities._docstring_format import (
 )
 from remora.tools.capabilities._pysource import locate, parse_python
 from remora.tools.capabilities._registry import CapabilityContext, capability
-from remora.tools.capabilities._store_io import read_source, read_text, write_text
+from remora.tools.capabilities._store_io import (
+    bounded_diff,
+    read_source,
+    read_text,
+    write_text,
+)
 from remora.tools.capabilities.signature import describe, raise_messages
 
 LINE_LENGTH = 88
-_DIFF_LIMIT = 4000
 _NO_VALUE = frozenset({"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never"})
 _YIELD_TYPE = re.compile(
     r"^(?:typing\.|collections\.abc\.)?(?:Async)?(?:Iterator|Iterable|Generator)\[\s*([^,\]]+(?:\[[^\]]*\])?)"
 )
-_Definition = cst.FunctionDef | cst.ClassDef
 
 
 @capability
@@ -108,12 +107,12 @@ def docstring_set(
     content, ignored = _content(
         line, description, info, old, given, returns, dict(raises or {}), messages
     )
-    module = cst.parse_module(text)
-    node, indent = _find(module, qualname)
+    from remora.tools.capabilities import _docstring_cst  # libcst, imported on first use
+
+    module, node, indent = _docstring_cst.find(text, qualname)
     body_lines = render(content, chosen, LINE_LENGTH - len(indent) - 3)
     literal = _literal(body_lines, indent, module.default_newline)
-    updated, action = _apply(module, node, literal)
-    new_text = updated.code
+    new_text, action = _docstring_cst.apply(module, node, literal)
     if new_text != text:
         parse_python(new_text, relative)
         write_text(ctx, relative, new_text, bom=bom)
@@ -125,7 +124,7 @@ def docstring_set(
         "style": chosen,
         "action": action,
         "docstring": inspect.cleandoc("\n".join(body_lines)),
-        "diff": _diff(relative, text, new_text),
+        "diff": bounded_diff(relative, text, new_text),
         "ignored_params": ignored,
     }
 
@@ -240,37 +239,6 @@ def _docstring_of(tree: ast.Module, qualname: str) -> str | None:
     return ast.get_docstring(node, clean=True)
 
 
-def _cst_definitions(node: cst.CSTNode) -> Iterator[_Definition]:
-    """Definitions under ``node`` in source order, not descending into definitions."""
-    for child in node.children:
-        if isinstance(child, _Definition):
-            yield child
-        else:
-            yield from _cst_definitions(child)
-
-
-def _find(module: cst.Module, qualname: str) -> tuple[cst.Module | _Definition, str]:
-    """The libcst node ``qualname`` names (as ``_pysource.find_definition`` does) and the
-    indentation its docstring needs."""
-    if not qualname:
-        return module, ""
-    scope: cst.CSTNode = module
-    found: _Definition | None = None
-    for part in qualname.split("."):
-        found = next((d for d in _cst_definitions(scope) if d.name.value == part), None)
-        if found is None:
-            raise ToolError("TOOL_105", f"no class or function '{qualname}'", "check the qualname")
-        scope = found.body
-    assert found is not None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    position = wrapper.resolve(PositionProvider)[found].start
-    line = module.code.splitlines()[position.line - 1]
-    outer = line[: len(line) - len(line.lstrip())]
-    body = found.body
-    step = body.indent if isinstance(body, cst.IndentedBlock) else None
-    return found, outer + (step if step is not None else module.default_indent)
-
-
 def _literal(lines: list[str], indent: str, newline: str = "\n") -> str:
     """The source of a triple-quoted string holding ``lines`` at ``indent``."""
     text = "\n".join(lines)
@@ -288,84 +256,3 @@ def _literal(lines: list[str], indent: str, newline: str = "\n") -> str:
             return f'{prefix}"""{single}"""'
     rest = "".join(newline + (indent + item if item else "") for item in body[1:])
     return f'{prefix}"""{body[0]}{rest}{newline}{indent}"""'
-
-
-def _is_docstring(statement: cst.BaseStatement | cst.BaseSmallStatement) -> bool:
-    return (
-        isinstance(statement, cst.SimpleStatementLine)
-        and len(statement.body) == 1
-        and isinstance(statement.body[0], cst.Expr)
-        and isinstance(statement.body[0].value, cst.SimpleString | cst.ConcatenatedString)
-    )
-
-
-def _is_placeholder(body: Sequence[cst.BaseSmallStatement]) -> bool:
-    """A lone ``pass`` or ``...``, which a docstring makes redundant."""
-    if len(body) != 1:
-        return False
-    only = body[0]
-    return isinstance(only, cst.Pass) or (
-        isinstance(only, cst.Expr) and isinstance(only.value, cst.Ellipsis)
-    )
-
-
-def _apply(
-    module: cst.Module, node: cst.Module | _Definition, literal: str
-) -> tuple[cst.Module, str]:
-    """``module`` with ``node``'s docstring replaced or inserted, and which it was."""
-    line = cst.SimpleStatementLine(body=[cst.Expr(cst.SimpleString(literal))])
-    if isinstance(node, cst.Module):
-        statements, action = _with_docstring(list(node.body), line, blank_after=True)
-        return node.with_changes(body=statements), action
-    body = node.body
-    block: cst.BaseSuite
-    if isinstance(body, cst.IndentedBlock):
-        statements, action = _with_docstring(
-            list(body.body), line, blank_after=isinstance(node, cst.ClassDef)
-        )
-        block = body.with_changes(body=statements)
-    elif isinstance(body, cst.SimpleStatementSuite):
-        rest = [] if _is_placeholder(body.body) else [cst.SimpleStatementLine(body=body.body)]
-        block = cst.IndentedBlock(body=[line, *rest], header=body.trailing_whitespace)
-        action = "inserted"
-    else:
-        raise ToolError("TOOL_105", "the definition has no body to edit", "check the qualname")
-    updated = module.deep_replace(node, node.with_changes(body=block))
-    if not isinstance(updated, cst.Module):
-        raise ToolError("TOOL_105", "the definition could not be edited", "check the qualname")
-    return updated, action
-
-
-def _with_docstring(
-    statements: list[cst.BaseStatement], line: cst.SimpleStatementLine, *, blank_after: bool
-) -> tuple[list[cst.BaseStatement], str]:
-    first = statements[0] if statements else None
-    if isinstance(first, cst.SimpleStatementLine) and _is_docstring(first):
-        return [
-            line.with_changes(
-                leading_lines=first.leading_lines, trailing_whitespace=first.trailing_whitespace
-            ),
-            *statements[1:],
-        ], "replaced"
-    if (
-        len(statements) == 1
-        and isinstance(first, cst.SimpleStatementLine)
-        and not first.leading_lines
-        and first.trailing_whitespace.comment is None
-        and _is_placeholder(first.body)
-    ):
-        return [line], "inserted"
-    leading = getattr(first, "leading_lines", None)
-    needs_blank = leading is not None and (not leading or leading[0].comment is not None)
-    if first is not None and blank_after and needs_blank:
-        blank = cst.EmptyLine(indent=False)
-        statements[0] = first.with_changes(leading_lines=[blank, *(leading or [])])
-    return [line, *statements], "inserted"
-
-
-def _diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-    )
-    text = "".join(lines)
-    return text if len(text) <= _DIFF_LIMIT else text[:_DIFF_LIMIT] + "\n... (diff truncated)"

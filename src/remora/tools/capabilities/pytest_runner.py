@@ -20,7 +20,12 @@ from typing import Any
 from remora.errors import ToolError
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import checked_path, is_dir, materialize, not_found
-from remora.tools.capabilities._subprocess import python_command, run_command, scrubbed_env
+from remora.tools.capabilities._subprocess import (
+    import_roots,
+    python_command,
+    run_command,
+    scrubbed_env,
+)
 from remora.tools.capabilities._values import as_float
 
 MAX_TESTS = 200
@@ -40,10 +45,9 @@ def pytest_run(
     has nodeid, outcome (passed, failed, error, skipped), message and duration; ``totals``
     counts them and ``collection_errors`` lists files that could not be imported.
     """
-    targets = _targets(ctx, paths)
+    targets, writable = _targets(ctx, paths)
     limit = ctx.config.subprocess_timeout
     seconds = limit if timeout is None else min(as_float(timeout, "timeout"), limit)
-    writable = [d for d in (_directory_of(ctx, t.partition("::")[0]) for t in targets) if d]
     with materialize(ctx, writable) as view, tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.xml"
         home = Path(tmp) / "home"
@@ -64,12 +68,10 @@ def pytest_run(
             "-q",
             *(_in_view(view, target) for target in targets),
         )
-        source = view / "src"
-        pythonpath = [view, source] if source.is_dir() else [view]
         result = run_command(
             argv,
             cwd=view,
-            env=scrubbed_env(home, pythonpath),
+            env=scrubbed_env(home, import_roots(view)),
             timeout=seconds,
             what="pytest",
         )
@@ -99,22 +101,23 @@ def pytest_run(
     }
 
 
-def _targets(ctx: CapabilityContext, paths: list[str] | str) -> list[str]:
-    """Checked ``path[::test]`` targets; files and directories must exist in the workspace."""
+def _targets(ctx: CapabilityContext, paths: list[str] | str) -> tuple[list[str], list[str]]:
+    """Checked ``path[::test]`` targets, which must exist in the workspace, and the
+    directories they live in (tests may write next to themselves)."""
     items = [paths] if isinstance(paths, str) else list(paths)
     targets: list[str] = []
+    directories: list[str] = []
     for item in items:
         file_part, sep, rest = str(item).partition("::")
         relative = checked_path(ctx, file_part, allow_root=True)
-        if not is_dir(ctx, relative) and not ctx.store.exists(relative):
+        directory = is_dir(ctx, relative)
+        if not directory and not ctx.store.exists(relative):
             raise not_found(ctx, relative, "test path")
         targets.append(relative + sep + rest)
-    return targets
-
-
-def _directory_of(ctx: CapabilityContext, relative: str) -> str:
-    """The directory a test target lives in: tests may write next to themselves."""
-    return relative if is_dir(ctx, relative) else posixpath.dirname(relative)
+        parent = relative if directory else posixpath.dirname(relative)
+        if parent:
+            directories.append(parent)
+    return targets, directories
 
 
 def _in_view(view: Path, target: str) -> str:

@@ -16,7 +16,6 @@ a syntax error (nothing written), TOOL_306 invalid rule code or a file ruff_fix 
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -31,6 +30,7 @@ from remora.errors import ToolError
 from remora.tools.capabilities._pysource import syntax_error
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import (
+    bounded_diff,
     checked_path,
     is_dir,
     materialize,
@@ -48,7 +48,6 @@ _SYNTAX = "invalid-syntax"
 _MAX_PASSES = 5
 _BATCH = 400
 _PYTHON_SUFFIXES = (".py", ".pyi")
-_DIFF_LIMIT = 4000
 
 
 def ruff_command() -> list[str]:
@@ -76,10 +75,11 @@ def ruff_check(
     unsafe fixes need ``unsafe=True``).
     """
     relative = checked_path(ctx, path, allow_root=True)
-    if not is_dir(ctx, relative) and not ctx.store.exists(relative):
+    directory = is_dir(ctx, relative)
+    if not directory and not ctx.store.exists(relative):
         raise not_found(ctx, relative, "path")
     codes = _select(select)
-    files = walk_files(ctx, relative, _PYTHON_SUFFIXES) if is_dir(ctx, relative) else [relative]
+    files = walk_files(ctx, relative, _PYTHON_SUFFIXES) if directory else [relative]
     raw: list[dict[str, Any]] = []
     with materialize(ctx) as view, tempfile.TemporaryDirectory() as home:
         for start in range(0, len(files), _BATCH):
@@ -120,9 +120,11 @@ def ruff_fix(
     with materialize(ctx) as view, tempfile.TemporaryDirectory() as home:
         stdin_name = [f"--stdin-filename={view / relative}", "-"]
         for attempt in range(1 if line is not None else _MAX_PASSES):
+            scanned = text
+            same_code = _run(ctx, view, Path(home), stdin_name, [rule], stdin=text)
             found = [
                 item
-                for item in _run(ctx, view, Path(home), stdin_name, [rule], stdin=text)
+                for item in same_code
                 if item.get("code") == rule and (line is None or item["location"]["row"] == line)
             ]
             if attempt == 0:
@@ -140,7 +142,8 @@ def ruff_fix(
             )
         final = _run(ctx, view, Path(home), stdin_name, stdin=text)
         remaining = [_issue(item, view) for item in final]
-        same_code = _run(ctx, view, Path(home), stdin_name, [rule], stdin=text)
+        if scanned != text:  # the last pass changed the text: scan for the rule once more
+            same_code = _run(ctx, view, Path(home), stdin_name, [rule], stdin=text)
     if text != original:
         write_text(ctx, relative, text, bom=bom)
     by_code = Counter(issue["code"] for issue in remaining)
@@ -150,7 +153,7 @@ def ruff_fix(
         "line": line,
         "fixes_applied": applied,
         "changed": text != original,
-        "diff": _diff(relative, original, text),
+        "diff": bounded_diff(relative, original, text, context=1),
         "remaining": len(remaining),
         "remaining_for_code": sum(1 for item in same_code if item.get("code") == rule),
         "remaining_codes": dict(sorted(by_code.items())),
@@ -328,15 +331,3 @@ def _overlaps(a: _Edit, b: _Edit) -> bool:
     if a.start == a.end == b.start == b.end:
         return True
     return a.start < b.end and b.start < a.end
-
-
-def _diff(path: str, before: str, after: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
-        f"a/{path}",
-        f"b/{path}",
-        n=1,
-    )
-    text = "".join(lines)
-    return text if len(text) <= _DIFF_LIMIT else text[:_DIFF_LIMIT] + "\n... (diff truncated)"
