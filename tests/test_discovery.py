@@ -11,6 +11,7 @@ from remora.config import DiscoveryConfig
 from remora.discovery import CSTNode, discover, find_project_root, make_node_id
 from remora.discovery.parser import load_query_pack, parse_source
 from remora.errors import DiscoveryError
+from tests.stores import write_tree
 
 PACK = load_query_pack(("core",))
 
@@ -168,22 +169,12 @@ def test_node_type_filter() -> None:
 # --- walking trees -------------------------------------------------------------------------
 
 
-def make_tree(root: Path, files: dict[str, str | bytes]) -> None:
-    for name, content in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-
-
 def files_found(result_nodes: list[CSTNode]) -> list[str]:
     return sorted(n.file_path for n in result_nodes if n.node_type == "file")
 
 
 def test_walk_honours_gitignore_and_default_ignores(tmp_path: Path) -> None:
-    make_tree(
+    write_tree(
         tmp_path,
         {
             "pyproject.toml": "[project]\nname='p'\n",
@@ -217,7 +208,7 @@ def test_walk_honours_gitignore_and_default_ignores(tmp_path: Path) -> None:
 
 
 def test_gitignore_of_ancestors_applies_to_a_subdirectory_target(tmp_path: Path) -> None:
-    make_tree(
+    write_tree(
         tmp_path,
         {".gitignore": "skip_me.py\n", "setup.py": "", "pkg/skip_me.py": "", "pkg/ok.py": ""},
     )
@@ -226,19 +217,19 @@ def test_gitignore_of_ancestors_applies_to_a_subdirectory_target(tmp_path: Path)
 
 
 def test_gitignore_can_be_turned_off_and_extra_ignores_added(tmp_path: Path) -> None:
-    make_tree(tmp_path, {".gitignore": "a.py\n", "setup.py": "", "a.py": "", "b.py": ""})
+    write_tree(tmp_path, {".gitignore": "a.py\n", "setup.py": "", "a.py": "", "b.py": ""})
     config = DiscoveryConfig(respect_gitignore=False, ignore=["b.py", "setup.py"])
     assert files_found(discover([tmp_path], config).nodes) == ["a.py"]
 
 
 def test_explicit_file_is_used_even_when_ignored(tmp_path: Path) -> None:
-    make_tree(tmp_path, {".gitignore": "a.py\n", "setup.py": "", "a.py": "def f(): pass\n"})
+    write_tree(tmp_path, {".gitignore": "a.py\n", "setup.py": "", "a.py": "def f(): pass\n"})
     result = discover([tmp_path / "a.py"])
     assert [n.qualname for n in result.nodes] == ["a.py", "f"]
 
 
 def test_bad_files_are_reported_and_good_ones_kept(tmp_path: Path) -> None:
-    make_tree(
+    write_tree(
         tmp_path,
         {
             "setup.py": "",
@@ -261,7 +252,7 @@ def test_bad_files_are_reported_and_good_ones_kept(tmp_path: Path) -> None:
 
 
 def test_unreadable_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    make_tree(tmp_path, {"setup.py": "", "secret.py": "x = 1\n", "open.py": "y = 2\n"})
+    write_tree(tmp_path, {"setup.py": "", "secret.py": "x = 1\n", "open.py": "y = 2\n"})
     real_read = Path.read_bytes
 
     def read_bytes(self: Path) -> bytes:
@@ -276,13 +267,13 @@ def test_unreadable_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_fifo_named_like_python_is_not_read(tmp_path: Path) -> None:
-    make_tree(tmp_path, {"setup.py": ""})
+    write_tree(tmp_path, {"setup.py": ""})
     os.mkfifo(tmp_path / "pipe.py")
     assert files_found(discover([tmp_path]).nodes) == ["setup.py"]
 
 
 def test_symlink_loop_is_reported_when_following_links(tmp_path: Path) -> None:
-    make_tree(tmp_path, {"setup.py": "", "pkg/mod.py": "def f():\n    pass\n"})
+    write_tree(tmp_path, {"setup.py": "", "pkg/mod.py": "def f():\n    pass\n"})
     (tmp_path / "pkg" / "again").symlink_to(tmp_path / "pkg", target_is_directory=True)
     (tmp_path / "pkg" / "dangling.py").symlink_to(tmp_path / "nowhere.py")
     result = discover([tmp_path], DiscoveryConfig(follow_symlinks=True))
@@ -292,7 +283,7 @@ def test_symlink_loop_is_reported_when_following_links(tmp_path: Path) -> None:
 
 
 def test_symlinks_are_not_followed_by_default(tmp_path: Path) -> None:
-    make_tree(tmp_path, {"setup.py": "", "pkg/mod.py": "", "outside/x.py": ""})
+    write_tree(tmp_path, {"setup.py": "", "pkg/mod.py": "", "outside/x.py": ""})
     (tmp_path / "pkg" / "link").symlink_to(tmp_path / "outside", target_is_directory=True)
     result = discover([tmp_path / "pkg"], root=tmp_path)
     assert files_found(result.nodes) == ["pkg/mod.py"]
@@ -320,7 +311,7 @@ def test_user_query_pack_directory(tmp_path: Path) -> None:
     pack.mkdir()
     query = "(class_definition name: (identifier) @class.name) @class.def"
     (pack / "classes.scm").write_text(query)
-    make_tree(tmp_path / "proj", {"setup.py": "", "m.py": "class A:\n    def f(self): pass\n"})
+    write_tree(tmp_path / "proj", {"setup.py": "", "m.py": "class A:\n    def f(self): pass\n"})
     result = discover([tmp_path / "proj"], DiscoveryConfig(query_packs=[str(pack)]))
     assert summary(result.nodes) == [("class", "A", 1, 2)]
 
@@ -336,7 +327,7 @@ def test_query_pack_with_bad_capture_name(tmp_path: Path) -> None:
 
 
 def test_project_root_detection(tmp_path: Path) -> None:
-    make_tree(tmp_path, {"proj/pyproject.toml": "", "proj/src/pkg/m.py": ""})
+    write_tree(tmp_path, {"proj/pyproject.toml": "", "proj/src/pkg/m.py": ""})
     assert find_project_root(tmp_path / "proj" / "src" / "pkg" / "m.py") == tmp_path / "proj"
     assert find_project_root(tmp_path / "proj" / "src") == tmp_path / "proj"
 

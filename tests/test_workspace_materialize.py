@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from remora.workspace import WorkspaceManager, subprocess_env, sweep_stale_views
+from remora.tools.capabilities._subprocess import scrubbed_env
+from remora.workspace import WorkspaceManager, sweep_stale_views
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, bool]]:
@@ -95,7 +96,7 @@ def test_view_cost_grows_with_changes_not_project_size(tmp_path: Path) -> None:
 
 
 def test_subprocess_writes_are_captured_and_project_is_untouched(
-    manager: WorkspaceManager, project: Path
+    manager: WorkspaceManager, project: Path, tmp_path: Path
 ) -> None:
     before = snapshot(project)
     script = (
@@ -118,7 +119,10 @@ def test_subprocess_writes_are_captured_and_project_is_untouched(
             assert not (view / "pkg" / "other.py").is_symlink()
             assert not (view / "tests").is_symlink()
             subprocess.run(
-                [sys.executable, "-c", script], cwd=view, env=subprocess_env(view), check=True
+                [sys.executable, "-c", script],
+                cwd=view,
+                env=scrubbed_env(tmp_path / "home"),
+                check=True,
             )
         assert snapshot(project) == before
         assert not list(project.rglob("__pycache__"))
@@ -156,14 +160,6 @@ def test_an_error_inside_the_view_captures_nothing(manager: WorkspaceManager) ->
             raise RuntimeError("tool crashed")
         assert ws.changed_paths() == []
         assert not view.exists()
-
-
-def test_subprocess_env_disables_bytecode_and_caches(tmp_path: Path) -> None:
-    env = subprocess_env(tmp_path, {"PATH": "/bin", "PYTEST_ADDOPTS": "-q"})
-    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
-    assert env["RUFF_CACHE_DIR"] == str(tmp_path / ".ruff_cache")
-    assert env["PYTEST_ADDOPTS"] == "-q -p no:cacheprovider"
-    assert env["PATH"] == "/bin"
 
 
 def test_stale_views_of_dead_processes_are_swept(manager: WorkspaceManager) -> None:

@@ -2,7 +2,7 @@
 
 from remora.workspace.base import FileStore, normalize_path, resolve_inside
 from remora.workspace.manager import WorkspaceManager, check_workspace_id, make_workspace_id
-from remora.workspace.materialize import subprocess_env, sweep_stale_views
+from remora.workspace.materialize import sweep_stale_views
 from remora.workspace.merge import ConflictRegion, MergeResult, merge3
 from remora.workspace.models import (
     AcceptReport,
@@ -37,7 +37,6 @@ __all__ = [
     "merge3",
     "normalize_path",
     "resolve_inside",
-    "subprocess_env",
     "sweep_stale_views",
     "unified_diff",
 ]

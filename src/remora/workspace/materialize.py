@@ -14,8 +14,8 @@ Writing through a symlink would write the project, so views are designed against
   directory) as ``writable``: those become real copies inside real directories;
 * cache directories (``__pycache__``, ``.pytest_cache``, ...) are left out, so tools
   create fresh ones inside the view instead of following a link into the project;
-* :func:`subprocess_env` disables bytecode writing and points ruff/pytest caches into the
-  view; run subprocesses with it;
+* subprocesses run with bytecode writing and tool caches disabled (the capabilities'
+  scrubbed environment and their ``--no-cache`` / ``-p no:cacheprovider`` flags);
 * tools that write atomically (temp file + rename) replace the link itself, which is safe.
 
 When the view's context exits normally, real files that are new or changed are written
@@ -31,7 +31,7 @@ import os
 import posixpath
 import secrets
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,18 +67,6 @@ class ViewSource(Protocol):
     def list_dir(self, path: str = "") -> list[str]: ...
 
     def changes(self) -> list[Change]: ...
-
-
-def subprocess_env(view: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for a subprocess running inside ``view``: no bytecode, caches in the view."""
-    env = dict(os.environ if base is None else base)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env.pop("PYTHONPYCACHEPREFIX", None)
-    env["RUFF_CACHE_DIR"] = str(view / ".ruff_cache")
-    addopts = env.get("PYTEST_ADDOPTS", "")
-    if "no:cacheprovider" not in addopts:
-        env["PYTEST_ADDOPTS"] = f"{addopts} -p no:cacheprovider".strip()
-    return env
 
 
 def _ignored(name: str) -> bool:

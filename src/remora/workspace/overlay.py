@@ -369,7 +369,7 @@ class OverlayWorkspace:
 
         ``writable`` names paths a subprocess will write (``ruff --fix`` on a file); they
         are real copies there, so the write cannot follow a symlink into the project. Run
-        subprocesses with :func:`remora.workspace.materialize.subprocess_env`.
+        subprocesses without bytecode writing (``PYTHONDONTWRITEBYTECODE=1``).
         """
         return materialize_view(
             self,
