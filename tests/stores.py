@@ -1,4 +1,7 @@
-"""A FileStore test double: an in-memory overlay over a real project directory.
+"""Stores for tests: the real overlay workspace, and a FileStore test double.
+
+Capability tests use :func:`capability_context`, a real :class:`OverlayWorkspace`, so they
+see what users get. The double below exists for tests about the store protocol itself:
 
 It implements the ``remora.workspace.base.FileStore`` protocol the same way the SQLite
 overlay does from the outside (reads fall through, writes and deletes stay private), with a
@@ -8,6 +11,7 @@ on exit, capture every file the subprocess added, changed or removed back into t
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -19,6 +23,10 @@ from remora.config import ToolsConfig
 from remora.errors import WorkspaceError
 from remora.tools.capabilities import CapabilityContext
 from remora.workspace.base import normalize_path, resolve_inside
+from remora.workspace.manager import WorkspaceManager
+from remora.workspace.overlay import OverlayWorkspace
+
+_WORKSPACE_NUMBERS = itertools.count(1)
 
 
 class MemoryOverlayStore:
@@ -31,6 +39,10 @@ class MemoryOverlayStore:
     @property
     def root(self) -> Path:
         return self._root
+
+    @property
+    def hidden(self) -> str | None:
+        return None
 
     def _disk(self, path: str) -> Path:
         return resolve_inside(self._root, path)
@@ -146,10 +158,17 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
+def overlay_store(root: Path) -> OverlayWorkspace:
+    """A fresh real SQLite overlay workspace over ``root`` (state in ``root/.remora``)."""
+    manager = WorkspaceManager(root)
+    return manager.create("test", f"node{next(_WORKSPACE_NUMBERS)}")
+
+
 def capability_context(
     root: Path, system: dict[str, Any] | None = None, **limits: Any
 ) -> CapabilityContext:
-    """A context over a fresh overlay of ``root``; ``limits`` override ToolsConfig fields."""
+    """A context over a fresh real overlay workspace of ``root``, as users get it;
+    ``limits`` override ToolsConfig fields."""
     return CapabilityContext(
-        store=MemoryOverlayStore(root), config=ToolsConfig(**limits), system=dict(system or {})
+        store=overlay_store(root), config=ToolsConfig(**limits), system=dict(system or {})
     )

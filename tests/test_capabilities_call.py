@@ -163,7 +163,7 @@ def test_environment_is_scrubbed(ctx: CapabilityContext, monkeypatch: pytest.Mon
         "LC_CTYPE",
     }
     assert seen["home"] != str(Path.home())
-    assert Path(seen["cwd"]).name != "proj"
+    assert Path(seen["cwd"]) == ctx.store.root  # the overlay is mounted at the project's path
 
 
 def test_sees_edits_and_writes_stay_in_workspace(ctx: CapabilityContext) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from remora.errors import ToolError
-from remora.tools.capabilities._subprocess import run_command, scrubbed_env
+from remora.tools.process import run_command, scrubbed_env
 
 
 def _alive(pid: int) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from remora.tools.capabilities._subprocess import scrubbed_env
+from remora.tools.process import scrubbed_env
 from remora.workspace import WorkspaceManager, sweep_stale_views
 
 

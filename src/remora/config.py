@@ -109,6 +109,19 @@ class ToolsConfig(_Section):
     max_recursion_depth: int = Field(default=200, ge=10)
     workers: int = Field(default=2, ge=1)
     subprocess_timeout: float = Field(default=60.0, gt=0)
+    isolation: Literal["auto", "bwrap", "landlock", "none"] = Field(
+        default="auto",
+        description="How project code is isolated: auto = bwrap, else landlock, else refuse.",
+    )
+    max_process_memory_mb: int = Field(
+        default=2048, ge=64, description="Address space of each process that runs project code."
+    )
+    max_file_mb: int = Field(
+        default=64, ge=1, description="Largest file project code may write (also the /tmp size)."
+    )
+    max_processes: int = Field(
+        default=128, ge=4, description="Processes project code may run at once."
+    )
 
 
 class WorkspaceConfig(_Section):

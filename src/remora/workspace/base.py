@@ -64,6 +64,11 @@ class FileStore(Protocol):
     @property
     def root(self) -> Path: ...
 
+    @property
+    def hidden(self) -> str | None:
+        """A directory below the root that is never shown (Remora's state), or None."""
+        ...
+
     def read(self, path: str) -> bytes:
         """Current content; FileNotFoundError when absent or deleted."""
         ...

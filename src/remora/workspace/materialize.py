@@ -69,7 +69,8 @@ class ViewSource(Protocol):
     def changes(self) -> list[Change]: ...
 
 
-def _ignored(name: str) -> bool:
+def is_scratch_name(name: str) -> bool:
+    """Caches and bytecode: what running tools leaves behind, never a change to review."""
     return name in CACHE_NAMES or name.endswith(_IGNORED_SUFFIXES)
 
 
@@ -118,7 +119,7 @@ class _Plan:
 def _walk_files(source: ViewSource, rel: str) -> Iterator[str]:
     for name in source.list_dir(rel):
         bare = name.rstrip("/")
-        if _ignored(bare):
+        if is_scratch_name(bare):
             continue
         child = posixpath.join(rel, bare)
         if name.endswith("/"):
@@ -164,7 +165,7 @@ def _build(source: ViewSource, plan: _Plan, state: _ViewState, hidden: str | Non
             listing = []
         for name, project_path, is_dir in listing:
             child = f"{rel}/{name}" if rel else name
-            if name in names or child == hidden or _ignored(name):
+            if name in names or child == hidden or is_scratch_name(name):
                 continue
             os.symlink(project_path, os.path.join(target, name), target_is_directory=is_dir)
             state.links[child] = is_dir
@@ -190,7 +191,7 @@ def _capture(source: ViewSource, state: _ViewState, hidden: str | None) -> None:
         rel_dir = stack.pop()
         with os.scandir(state.path / rel_dir if rel_dir else state.path) as entries:
             for entry in entries:
-                if _ignored(entry.name):
+                if is_scratch_name(entry.name):
                     continue
                 rel = posixpath.join(rel_dir, entry.name) if rel_dir else entry.name
                 if rel == hidden:

@@ -210,6 +210,10 @@ class OverlayWorkspace:
         return self._root
 
     @property
+    def hidden(self) -> str | None:
+        return self._hidden
+
+    @property
     def workspace_id(self) -> str:
         return self._workspace_id
 

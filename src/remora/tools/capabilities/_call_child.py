@@ -16,6 +16,7 @@ import importlib.util
 import inspect
 import itertools
 import json
+import os
 import sys
 import traceback
 import types
@@ -178,9 +179,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     request_path, result_path = Path(argv[1]), Path(argv[2])
     request = json.loads(request_path.read_text(encoding="utf-8"))
+    caller = os.getpid()
     result = run(request)
     sys.stdout.flush()
     sys.stderr.flush()
+    if os.getpid() != caller:
+        os._exit(0)  # a process the callee forked returned here: only the caller reports
     Path(result_path).write_text(json.dumps(result), encoding="utf-8")
     return 0
 

@@ -1,8 +1,11 @@
-"""``call_function``: call one function of the workspace in a separate, time-limited process.
+"""``call_function``: call one function of the workspace in an isolated, time-limited process.
 
-The call runs the child script ``_call_child.py`` with ``python -P -s`` in a materialized
-view, with a scrubbed environment (PATH, LANG, PYTHONPATH = the view, a temporary HOME,
-PYTHONDONTWRITEBYTECODE) and a hard timeout that kills the child's whole process group.
+The call runs the child script ``_call_child.py`` with ``python -P -s`` in a
+:func:`~remora.tools.isolation.project_sandbox` (no network, nothing outside the project and
+the Python installation visible, the project's files writable only into the workspace),
+with a scrubbed environment (PATH, LANG, PYTHONPATH = the project, a private HOME,
+PYTHONDONTWRITEBYTECODE), rlimits and a hard timeout. Files the function writes become
+workspace changes.
 Functions, classes (constructed), staticmethods and classmethods can be called; instance
 methods need an instance and are refused with an explanation.
 
@@ -14,20 +17,15 @@ TOOL_703 the qualname cannot be called (missing, instance method, property, nest
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from remora.errors import ToolError
 from remora.tools.capabilities._registry import CapabilityContext, capability
-from remora.tools.capabilities._store_io import checked_path, materialize, not_found
-from remora.tools.capabilities._subprocess import (
-    import_roots,
-    python_command,
-    run_command,
-    scrubbed_env,
-)
+from remora.tools.capabilities._store_io import checked_path, not_found
+from remora.tools.process import import_roots, python_command
 from remora.tools.capabilities._values import as_float
+from remora.tools.isolation import project_sandbox
 
 CHILD = Path(__file__).with_name("_call_child.py")
 _OUTPUT_TAIL = 2000
@@ -62,15 +60,13 @@ def call_function(
     args, kwargs = parse_arguments(args_json)
     limit = ctx.config.subprocess_timeout
     seconds = min(ctx.config.timeout if timeout is None else as_float(timeout, "timeout"), limit)
-    with materialize(ctx) as view, tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "home"
-        home.mkdir()
-        request, result_file = Path(tmp) / "request.json", Path(tmp) / "result.json"
-        roots = import_roots(view)
+    with project_sandbox(ctx.store, ctx.config) as box:
+        request, result_file = box.exchange / "request.json", box.exchange / "result.json"
+        roots = import_roots(box.root)
         request.write_text(
             json.dumps(
                 {
-                    "file": str(view / relative),
+                    "file": str(box.root / relative),
                     "roots": [str(root) for root in roots],
                     "qualname": qualname,
                     "args": args,
@@ -79,10 +75,9 @@ def call_function(
             ),
             encoding="utf-8",
         )
-        completed = run_command(
+        completed = box.run(
             python_command("-P", "-s", str(CHILD), str(request), str(result_file)),
-            cwd=view,
-            env=scrubbed_env(home, roots),
+            pythonpath=roots,
             timeout=seconds,
             what=f"the call to {qualname}",
         )

@@ -1,9 +1,10 @@
 """``pytest_run``: run the real pytest on the workspace and report per-test outcomes.
 
-pytest runs in a subprocess on a materialized view of the workspace (so the job's edits
-are what gets tested), with a scrubbed environment, no cache provider, no bytecode and a
-hard timeout. Outcomes come from the JUnit XML report written to a temporary directory
-outside the view; collection errors are reported per file and do not stop other files.
+pytest runs in a :func:`~remora.tools.isolation.project_sandbox` over the workspace (so the
+job's edits are what gets tested, and files the tests write become workspace changes, not
+writes to the project), with a scrubbed environment, no cache provider, no bytecode, rlimits
+and a hard timeout. Outcomes come from the JUnit XML report written to the sandbox's
+exchange directory; collection errors are reported per file and do not stop other files.
 
 Codes: TOOL_101 a path to test does not exist, TOOL_104 an unusable timeout, TOOL_201 pytest
 timed out, TOOL_401 pytest could not run (usage or internal error, or no report written).
@@ -12,21 +13,16 @@ timed out, TOOL_401 pytest could not run (usage or internal error, or no report 
 from __future__ import annotations
 
 import posixpath
-import tempfile
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
 from remora.errors import ToolError
 from remora.tools.capabilities._registry import CapabilityContext, capability
-from remora.tools.capabilities._store_io import checked_path, is_dir, materialize, not_found
-from remora.tools.capabilities._subprocess import (
-    import_roots,
-    python_command,
-    run_command,
-    scrubbed_env,
-)
+from remora.tools.capabilities._store_io import checked_path, is_dir, not_found
+from remora.tools.process import import_roots, python_command
 from remora.tools.capabilities._values import as_float
+from remora.tools.isolation import project_sandbox
 
 MAX_TESTS = 200
 _MESSAGE_LIMIT = 500
@@ -48,10 +44,8 @@ def pytest_run(
     targets, writable = _targets(ctx, paths)
     limit = ctx.config.subprocess_timeout
     seconds = limit if timeout is None else min(as_float(timeout, "timeout"), limit)
-    with materialize(ctx, writable) as view, tempfile.TemporaryDirectory() as tmp:
-        report = Path(tmp) / "report.xml"
-        home = Path(tmp) / "home"
-        home.mkdir()
+    with project_sandbox(ctx.store, ctx.config, writable=writable) as box:
+        report = box.exchange / "report.xml"
         argv = python_command(
             "-m",
             "pytest",
@@ -62,18 +56,14 @@ def pytest_run(
             "junit_family=xunit1",
             "-o",
             "junit_logging=no",
-            f"--rootdir={view}",
+            f"--rootdir={box.root}",
             "--continue-on-collection-errors",
             "--no-header",
             "-q",
-            *(_in_view(view, target) for target in targets),
+            *(_in_view(box.root, target) for target in targets),
         )
-        result = run_command(
-            argv,
-            cwd=view,
-            env=scrubbed_env(home, import_roots(view)),
-            timeout=seconds,
-            what="pytest",
+        result = box.run(
+            argv, pythonpath=import_roots(box.root), timeout=seconds, what="pytest"
         )
         xml_text = report.read_text(encoding="utf-8") if report.is_file() else None
     output_tail = "\n".join(result.stdout.strip().splitlines()[-20:])

@@ -39,7 +39,7 @@ from remora.tools.capabilities._store_io import (
     walk_files,
     write_text,
 )
-from remora.tools.capabilities._subprocess import run_command, scrubbed_env
+from remora.tools.process import run_command, scrubbed_env
 from remora.tools.capabilities._values import as_int
 
 _CODE = re.compile(r"^[A-Z]+[0-9]*$")

@@ -1,0 +1,329 @@
+"""The sandbox's first process: apply limits, confine, then run the project command.
+
+Run as ``python -I -S _launcher.py SPEC`` inside bubblewrap (or directly, for the Landlock
+and unisolated levels). It imports only the standard library, because it runs against any
+project and before anything else of the project is trusted; the host also imports it to
+ask the kernel for the Landlock ABI.
+
+SPEC is a file of :mod:`marshal` data (the host runs the same interpreter; ``json`` would
+cost more start-up time than the rest of the launcher)::
+
+    {"argv": [...], "cwd": "...",
+     "limits": {"cpu_seconds": 61, "memory_bytes": ..., "file_bytes": ..., "processes": 128},
+     "pid_max": 301 | null,          # bubblewrap: cap pids in the sandbox's pid namespace
+     "drop_capabilities": true,      # bubblewrap: drop the namespace capabilities it lent us
+     "remove": ["/abs/path", ...],   # bubblewrap: files the workspace deleted
+     "landlock": {"read": [...], "write": [...], "allow_network": false} | null,
+     "supervise": true | false,      # no pid namespace: reap, count and kill descendants
+     "report": "/abs/path"}          # what the launcher observed (limits hit), marshalled
+
+Exit status: the command's own; 125 when the sandbox could not be set up (the reason on
+stderr, prefixed ``remora-sandbox:``), so the host can fail closed.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no typing import at run time: start-up time is the launcher's cost
+    import ctypes
+
+import marshal
+import os
+import resource
+import select
+import signal
+import sys
+import time
+
+SETUP_FAILED = 125
+_POLL_SECONDS = 0.02
+
+# Landlock (linux/landlock.h). The syscall numbers are the same on every architecture.
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
+_LAST_CAPABILITY = 63
+_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1, 2, 4, 8
+_FS_ABI1_ALL = (1 << 13) - 1
+_FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1, 2
+_FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+
+
+class SetupError(Exception):
+    """The sandbox cannot be set up as asked; nothing of the project has run."""
+
+
+def _libc() -> ctypes.CDLL:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 when Landlock is unavailable (or not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    try:
+        version = int(_libc().syscall(_SYS_CREATE_RULESET, None, 0, _CREATE_RULESET_VERSION))
+    except (OSError, AttributeError):
+        return 0
+    return max(version, 0)
+
+
+def _handled_fs(abi: int) -> int:
+    rights = _FS_ABI1_ALL
+    if abi >= 2:
+        rights |= _FS_REFER
+    if abi >= 3:
+        rights |= _FS_TRUNCATE
+    if abi >= 5:
+        rights |= _FS_IOCTL_DEV
+    return rights
+
+
+def apply_landlock(read: list[str], write: list[str], allow_network: bool) -> int:
+    """Confine this process: ``read`` paths readable, ``write`` paths read-write, nothing else.
+
+    With ABI 4 and later TCP bind and connect are denied too (unless ``allow_network``);
+    with ABI 6 and later signals and abstract UNIX sockets cannot reach outside processes.
+    Returns the ABI used; raises SetupError when the kernel refuses.
+    """
+    import ctypes
+
+    libc = _libc()
+    abi = landlock_abi()
+    if abi < 1:
+        raise SetupError("Landlock is not available in this kernel")
+    handled = _handled_fs(abi)
+    fields = [handled]
+    if abi >= 4:
+        fields.append(0 if allow_network else _NET_BIND_TCP | _NET_CONNECT_TCP)
+    if abi >= 6:
+        fields.append(_SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL)
+    attr = (ctypes.c_uint64 * len(fields))(*fields)
+    ruleset = libc.syscall(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    if ruleset < 0:
+        raise SetupError(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
+    read_rights = handled & (_FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)
+    try:
+        for paths, rights in ((read, read_rights), (write, handled)):
+            for path in paths:
+                _add_rule(libc, ruleset, path, rights)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise SetupError(f"cannot set no_new_privs: {os.strerror(ctypes.get_errno())}")
+        if libc.syscall(_SYS_RESTRICT_SELF, ruleset, 0) != 0:
+            raise SetupError(f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
+    import ctypes
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        if not os.path.isdir(path):
+            rights &= _FILE_RIGHTS
+        rule = PathBeneath(rights, fd)
+        if libc.syscall(_SYS_ADD_RULE, ruleset, _RULE_PATH_BENEATH, ctypes.byref(rule), 0) != 0:
+            raise SetupError(f"landlock_add_rule({path}) failed: {os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(fd)
+
+
+def drop_capabilities() -> None:
+    """Give up every capability for good: bounding, ambient, effective, permitted, inheritable.
+
+    Bubblewrap lends the launcher CAP_SYS_ADMIN in the sandbox's user namespace so it can cap
+    the pid namespace; project code must not keep it (it could remount read-only binds).
+    """
+    import ctypes
+
+    libc = _libc()
+    for cap in range(_LAST_CAPABILITY + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()
+    if libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
+        raise SetupError(f"capset failed: {os.strerror(ctypes.get_errno())}")
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            name, _, value = line.partition(":")
+            if name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") and int(value, 16):
+                raise SetupError(f"capabilities remain after dropping them ({name} {value.strip()})")
+
+
+def _set_limits(limits: dict[str, int], processes: int | None) -> None:
+    pairs = [
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_CPU, limits["cpu_seconds"]),
+        (resource.RLIMIT_AS, limits["memory_bytes"]),
+        (resource.RLIMIT_FSIZE, limits["file_bytes"]),
+    ]
+    if processes is not None:
+        pairs.append((resource.RLIMIT_NPROC, processes))
+    for kind, value in pairs:
+        _soft, hard = resource.getrlimit(kind)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(kind, (value, value))
+    # A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the writer.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def _user_process_count() -> int:
+    """Processes of this user right now: RLIMIT_NPROC counts them all, not just ours."""
+    uid, count = os.getuid(), 0
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                count += os.stat(f"/proc/{name}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live process below ``root`` (orphans are re-parented to us as subreaper)."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        parents[int(name)] = int(fields[1])
+    found: list[int] = []
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier}
+        found.extend(frontier)
+    return found
+
+
+def _kill_all() -> None:
+    """Kill every descendant until none is left; new ones cannot outrun SIGKILL for long."""
+    for _ in range(200):
+        pids = _descendants(os.getpid())
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _reap()
+        time.sleep(0.005)
+
+
+_EXITED: dict[int, int] = {}
+
+
+def _reap() -> None:
+    """Collect every exited child (ours and re-parented orphans) into ``_EXITED``."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        _EXITED[pid] = status
+
+
+def _write_report(path: str | None, report: dict[str, int]) -> None:
+    if path:
+        with open(path, "wb") as handle:
+            marshal.dump(report, handle)
+
+
+def _supervise(child: int, processes: int, report_path: str | None) -> int:
+    """Wait for ``child`` while keeping its process tree under ``processes``; then clean up."""
+    report: dict[str, int] = {}
+
+    def stop(_signum: int, _frame: object) -> None:
+        _kill_all()
+        os._exit(128 + signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    pidfd = os.pidfd_open(child)
+    while child not in _EXITED:
+        select.select([pidfd], [], [], _POLL_SECONDS)
+        _reap()
+        if child not in _EXITED and len(_descendants(os.getpid())) > processes:
+            report["process_limit"] = processes
+            _kill_all()
+            _EXITED.setdefault(child, signal.SIGKILL)
+    os.close(pidfd)
+    status = _EXITED[child]
+    _kill_all()
+    _write_report(report_path, report)
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1], "rb") as handle:
+        spec = marshal.load(handle)
+    limits: dict[str, int] = spec["limits"]
+    landlock = spec.get("landlock")
+    supervise = bool(spec.get("supervise"))
+    try:
+        if spec.get("pid_max"):
+            try:
+                with open("/proc/sys/kernel/pid_max", "w") as handle:
+                    handle.write(str(spec["pid_max"]))
+            except OSError:
+                pass  # kernels before 6.14 share pid_max; RLIMIT_NPROC still applies
+        for path in spec.get("remove", []):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        if spec.get("drop_capabilities"):
+            drop_capabilities()
+        if supervise:
+            _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        processes = limits["processes"] + (_user_process_count() if supervise else 0)
+        _set_limits(limits, processes)
+    except (OSError, SetupError) as exc:
+        print(f"remora-sandbox: {exc}", file=sys.stderr)
+        return SETUP_FAILED
+    os.chdir(spec["cwd"])
+    os.environ.pop("PWD", None)  # bubblewrap sets it; the command gets the host's env only
+    if not supervise:
+        os.execvp(spec["argv"][0], spec["argv"])
+    child = os.fork()
+    if child == 0:
+        try:
+            if landlock is not None:
+                apply_landlock(
+                    landlock["read"], landlock["write"], landlock.get("allow_network", False)
+                )
+            os.execvp(spec["argv"][0], spec["argv"])
+        except (OSError, SetupError) as exc:
+            print(f"remora-sandbox: {exc}", file=sys.stderr)
+        os._exit(SETUP_FAILED)
+    return _supervise(child, limits["processes"], spec.get("report"))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
