@@ -18,6 +18,8 @@ changes, so review shows what project code wrote:
 * caches (``__pycache__``, ``.pytest_cache``, ``*.pyc``, ...) are discarded by policy:
   they are artefacts of running, never changes anyone reviews;
 * symbolic links, FIFOs and sockets are not captured, as in materialized views;
+* a file that reached the size limit is reported as skipped: the writer was stopped at
+  the limit, so what is there is a truncated fragment;
 * a path the workspace refuses (Remora's state directory, a file where a directory is)
   is reported as skipped, and the rest is still harvested.
 """
@@ -42,6 +44,7 @@ _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
 class Harvest:
     """What a harvest changed in the workspace, and what it left out."""
 
+    max_bytes: int
     written: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
@@ -74,13 +77,16 @@ def write_changes_layer(store: FileStore, directory: Path) -> list[str]:
     return deleted
 
 
-def harvest_upper(store: FileStore, upper: Path, *, removed: frozenset[str]) -> Harvest:
+def harvest_upper(
+    store: FileStore, upper: Path, *, removed: frozenset[str], max_bytes: int
+) -> Harvest:
     """Record what the upper layer holds as changes in ``store``.
 
     ``removed`` are the paths the workspace had already deleted (and the launcher removed
-    before the process started): their whiteouts are not new changes.
+    before the process started): their whiteouts are not new changes. Files of
+    ``max_bytes`` or more hit the writer's size limit and are skipped.
     """
-    harvest = Harvest()
+    harvest = Harvest(max_bytes=max_bytes)
     _harvest_dir(store, upper, "", removed, harvest)
     return harvest
 
@@ -105,6 +111,8 @@ def _harvest_dir(
                 _delete(store, rel, harvest)
         elif stat.S_ISDIR(info.st_mode):
             _harvest_dir(store, Path(entry.path), rel, removed, harvest)
+        elif stat.S_ISREG(info.st_mode) and info.st_size >= harvest.max_bytes:
+            harvest.skipped[rel] = f"reached the {harvest.max_bytes}-byte file size limit"
         elif stat.S_ISREG(info.st_mode):
             _write(store, rel, Path(entry.path), harvest)
 

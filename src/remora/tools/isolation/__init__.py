@@ -180,10 +180,10 @@ class Sandbox:
             },
             "report": str(report),
             "supervise": self.level != "bwrap",
+            "drop_capabilities": True,
         }
         if self.level == "bwrap":
             spec["pid_max"] = max(config.max_processes + 2, _MIN_PID_MAX)
-            spec["drop_capabilities"] = True
             spec["remove"] = [str(self.root / rel) for rel in self._removed]
         elif self.level == "landlock":
             spec["landlock"] = {
@@ -260,11 +260,24 @@ def project_sandbox(
             removed = write_changes_layer(store, layers[0])
             box = Sandbox(level, store.root, exchange, config, store, removed, layers)
             yield box
-            box.harvest = harvest_upper(store, layers[1], removed=frozenset(removed))
+            box.harvest = harvest_upper(
+                store, layers[1], removed=frozenset(removed), max_bytes=config.max_file_mb * _MB
+            )
             _make_removable(layers[2])
         else:
             with store.materialize(writable=sorted(set(writable))) as view:
                 yield Sandbox(level, view, exchange, config, store)
+                _drop_truncated(view, config.max_file_mb * _MB)
+
+
+def _drop_truncated(view: Path, max_bytes: int) -> None:
+    """Remove files that reached the size limit before the view is captured, as the overlay
+    harvest skips them: the writer was stopped there, so each is a truncated fragment."""
+    for dirpath, _dirs, files in os.walk(view):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path) and os.path.getsize(path) >= max_bytes:
+                os.unlink(path)
 
 
 def _make_removable(work: Path) -> None:

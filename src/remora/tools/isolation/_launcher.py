@@ -11,7 +11,7 @@ cost more start-up time than the rest of the launcher)::
     {"argv": [...], "cwd": "...",
      "limits": {"cpu_seconds": 61, "memory_bytes": ..., "file_bytes": ..., "processes": 128},
      "pid_max": 301 | null,          # bubblewrap: cap pids in the sandbox's pid namespace
-     "drop_capabilities": true,      # bubblewrap: drop the namespace capabilities it lent us
+     "drop_capabilities": true,      # the command runs with no capability at all
      "remove": ["/abs/path", ...],   # bubblewrap: files the workspace deleted
      "landlock": {"read": [...], "write": [...], "allow_network": false} | null,
      "supervise": true | false,      # no pid namespace: reap, count and kill descendants
@@ -147,10 +147,12 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
 
 
 def drop_capabilities() -> None:
-    """Give up every capability for good: bounding, ambient, effective, permitted, inheritable.
+    """Give up every capability for good: effective, permitted, inheritable, ambient, and the
+    bounding set where this process may drop it (as root, in or out of a user namespace).
 
     Bubblewrap lends the launcher CAP_SYS_ADMIN in the sandbox's user namespace so it can cap
-    the pid namespace; project code must not keep it (it could remount read-only binds).
+    the pid namespace; project code must not keep it (it could remount read-only binds). A
+    user who runs Remora as root gets the same: project code then holds no capability.
     """
     import ctypes
 
@@ -162,10 +164,11 @@ def drop_capabilities() -> None:
     data = (ctypes.c_uint32 * 6)()
     if libc.capset(ctypes.byref(header), ctypes.byref(data)) != 0:
         raise SetupError(f"capset failed: {os.strerror(ctypes.get_errno())}")
+    checked = ["CapInh", "CapPrm", "CapEff", "CapAmb"] + (["CapBnd"] if os.getuid() == 0 else [])
     with open("/proc/self/status", encoding="ascii") as handle:
         for line in handle:
             name, _, value = line.partition(":")
-            if name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb") and int(value, 16):
+            if name in checked and int(value, 16):
                 raise SetupError(f"capabilities remain after dropping them ({name} {value.strip()})")
 
 
@@ -219,8 +222,16 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _kill_all() -> None:
-    """Kill every descendant until none is left; new ones cannot outrun SIGKILL for long."""
+def _kill_all(group: int) -> None:
+    """Kill every descendant until none is left.
+
+    The command's process group goes first, in one atomic kill, so a fork bomb cannot
+    outrun it; the scan then finds what left the group (``setsid``) and was re-parented here.
+    """
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     for _ in range(200):
         pids = _descendants(os.getpid())
         if not pids:
@@ -260,7 +271,7 @@ def _supervise(child: int, processes: int, report_path: str | None) -> int:
     report: dict[str, int] = {}
 
     def stop(_signum: int, _frame: object) -> None:
-        _kill_all()
+        _kill_all(child)
         os._exit(128 + signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
@@ -270,11 +281,11 @@ def _supervise(child: int, processes: int, report_path: str | None) -> int:
         _reap()
         if child not in _EXITED and len(_descendants(os.getpid())) > processes:
             report["process_limit"] = processes
-            _kill_all()
+            _kill_all(child)
             _EXITED.setdefault(child, signal.SIGKILL)
     os.close(pidfd)
     status = _EXITED[child]
-    _kill_all()
+    _kill_all(child)
     _write_report(report_path, report)
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code
@@ -298,7 +309,7 @@ def main(argv: list[str]) -> int:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
-        if spec.get("drop_capabilities"):
+        if spec.get("drop_capabilities") and not supervise:
             drop_capabilities()
         if supervise:
             _libc().prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -314,6 +325,9 @@ def main(argv: list[str]) -> int:
     child = os.fork()
     if child == 0:
         try:
+            os.setpgid(0, 0)
+            if spec.get("drop_capabilities"):
+                drop_capabilities()
             if landlock is not None:
                 apply_landlock(
                     landlock["read"], landlock["write"], landlock.get("allow_network", False)
