@@ -20,11 +20,9 @@ from remora.errors import ToolError
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.call import call_function
 from remora.tools.capabilities.pytest_runner import pytest_run
-from remora.tools.isolation import _probe, isolation_status
-from remora.tools.isolation._probe import Mechanism
 from tests.stores import capability_context, write_tree
 
-ATTACKS = '''
+ATTACKS = """
 import os
 import socket
 import subprocess
@@ -102,16 +100,16 @@ def capabilities():
 
 def sees(path):
     return os.path.exists(path)
-'''
+"""
 
-STATE_TEST = '''
+STATE_TEST = """
 from pathlib import Path
 
 
 def test_writes_state():
     target = Path(__file__).parent.parent / "data" / "state.txt"
     target.write_text("changed by a test")
-'''
+"""
 
 LEVELS = ["bwrap", "landlock"]
 
@@ -187,9 +185,7 @@ def test_a_test_writing_a_data_file(ctx: CapabilityContext) -> None:
         assert ctx.store.changed_paths() == []
 
 
-def test_a_secret_outside_the_project_stays_unread(
-    ctx: CapabilityContext, tmp_path: Path
-) -> None:
+def test_a_secret_outside_the_project_stays_unread(ctx: CapabilityContext, tmp_path: Path) -> None:
     home = tmp_path / "home" / ".ssh"
     home.mkdir(parents=True)
     secret = home / "id_ed25519"

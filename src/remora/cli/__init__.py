@@ -10,6 +10,7 @@ import sys
 from remora.cli import agents as _agents  # noqa: F401
 from remora.cli import config as _config  # noqa: F401  (registers commands)
 from remora.cli import discovery as _discovery  # noqa: F401
+from remora.cli import doctor as _doctor  # noqa: F401
 from remora.cli import harness as _harness  # noqa: F401
 from remora.cli import review as _review  # noqa: F401
 from remora.cli._app import app, err_console

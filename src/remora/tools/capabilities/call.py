@@ -23,9 +23,9 @@ from typing import Any
 from remora.errors import ToolError
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import checked_path, not_found
-from remora.tools.process import import_roots, python_command
 from remora.tools.capabilities._values import as_float
 from remora.tools.isolation import project_sandbox
+from remora.tools.process import import_roots
 
 CHILD = Path(__file__).with_name("_call_child.py")
 _OUTPUT_TAIL = 2000
@@ -75,8 +75,9 @@ def call_function(
             ),
             encoding="utf-8",
         )
-        completed = box.run(
-            python_command("-P", "-s", str(CHILD), str(request), str(result_file)),
+        completed = box.run_python(
+            CHILD,
+            [str(request), str(result_file)],
             pythonpath=roots,
             timeout=seconds,
             what=f"the call to {qualname}",

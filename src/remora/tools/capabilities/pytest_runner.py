@@ -20,9 +20,9 @@ from typing import Any
 from remora.errors import ToolError
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import checked_path, is_dir, not_found
-from remora.tools.process import import_roots, python_command
 from remora.tools.capabilities._values import as_float
 from remora.tools.isolation import project_sandbox
+from remora.tools.process import import_roots, python_command
 
 MAX_TESTS = 200
 _MESSAGE_LIMIT = 500
@@ -62,9 +62,7 @@ def pytest_run(
             "-q",
             *(_in_view(box.root, target) for target in targets),
         )
-        result = box.run(
-            argv, pythonpath=import_roots(box.root), timeout=seconds, what="pytest"
-        )
+        result = box.run(argv, pythonpath=import_roots(box.root), timeout=seconds, what="pytest")
         xml_text = report.read_text(encoding="utf-8") if report.is_file() else None
     output_tail = "\n".join(result.stdout.strip().splitlines()[-20:])
     if result.returncode in (3, 4) or xml_text is None:

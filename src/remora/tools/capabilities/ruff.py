@@ -39,8 +39,8 @@ from remora.tools.capabilities._store_io import (
     walk_files,
     write_text,
 )
-from remora.tools.process import run_command, scrubbed_env
 from remora.tools.capabilities._values import as_int
+from remora.tools.process import run_command, scrubbed_env
 
 _CODE = re.compile(r"^[A-Z]+[0-9]*$")
 _NEWLINE = re.compile(r"\r\n|\r|\n")

