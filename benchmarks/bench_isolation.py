@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench_workspace import generate
-
 from remora.config import ToolsConfig
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.call import CHILD, call_function

@@ -8,7 +8,9 @@ absolute times drift):
   separately, the whole lifecycle including capture and cleanup of the view).
 
 Then the accept of a workspace with 1,000 changed files (journal, temp + fsync + rename
-per file, backups for undo) next to plain ``write_bytes`` of the same files.
+per file, backups for undo) next to plain ``write_bytes`` of the same files, and
+``call_function`` isolated by bubblewrap on the same project next to a bare subprocess call
+(``bench_isolation.py`` has the full isolation figures).
 
     python benchmarks/bench_workspace.py [--files 5000] [--rounds 5] [--accept-files 1000]
 """
@@ -112,6 +114,10 @@ def main() -> int:
             built.append(view_time)
             lifecycle.append(total_time)
 
+        from bench_isolation import call_rows
+
+        calls = call_rows(root, scratch, args.rounds)
+
         accepts: list[float] = []
         plains: list[float] = []
         for round_no in range(max(1, args.rounds // 2)):
@@ -131,6 +137,10 @@ def main() -> int:
     print(f"  + capture      {life_median * 1000:8.1f} ms  ... and capture + remove the view")
     print(f"ratio            copy/workspace = {copy_median / built_median:.0f}x  (target >= 50x)")
     print(f"ratio (full)     copy/workspace lifecycle = {copy_median / life_median:.0f}x")
+    print(
+        f"isolated call    {calls['bwrap'] * 1000:8.1f} ms  call_function under bubblewrap vs"
+        f" {calls['bare'] * 1000:.1f} ms bare subprocess = {calls['bwrap'] / calls['bare']:.2f}x"
+    )
     print(
         f"accept           {count} files in {accept_median * 1000:.0f} ms"
         f" = {count / accept_median:.0f} files/s (journal, fsync, rename, backups)"
