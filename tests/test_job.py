@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 from remora.config import RemoraConfig
@@ -13,9 +14,14 @@ from remora.events import CollectingEmitter
 from remora.job import Job, run_job
 from remora.testing import ScriptedModel, call
 from remora.tools.runtime import ToolRuntime
-from tests.stores import MemoryOverlayStore
+from tests.stores import overlay_store
 
 SAMPLE = Path(__file__).parent.parent / "examples" / "sample_project"
+
+
+def copy_sample(tmp_path: Path) -> Path:
+    """The example project copied, so the workspace state lands outside the repository."""
+    return Path(shutil.copytree(SAMPLE, tmp_path / "sample_project"))
 
 
 def sample_node(qualname: str):  # type: ignore[no-untyped-def]
@@ -23,7 +29,7 @@ def sample_node(qualname: str):  # type: ignore[no-untyped-def]
     return next(node for node in result.nodes if node.qualname == qualname)
 
 
-def test_harness_episode_end_to_end() -> None:
+def test_harness_episode_end_to_end(tmp_path: Path) -> None:
     config = RemoraConfig()
     agent = load_agents()["harness"]
     node = sample_node("apply_discount")
@@ -35,7 +41,7 @@ def test_harness_episode_end_to_end() -> None:
         ]
     )
     emitter = CollectingEmitter()
-    store = MemoryOverlayStore(SAMPLE)
+    store = overlay_store(copy_sample(tmp_path))
     job = Job(agent=agent, node=node, operation="harness", run_id="r1", job_id="j1")
     with ToolRuntime(config.tools, emitter) as runtime:
         result = asyncio.run(
@@ -59,7 +65,7 @@ def test_harness_episode_end_to_end() -> None:
     assert {event.type for event in emitter.events} >= {"tool_call", "tool_result", "agent_done"}
 
 
-def test_system_prompt_override_and_invalid_call_recovery() -> None:
+def test_system_prompt_override_and_invalid_call_recovery(tmp_path: Path) -> None:
     config = RemoraConfig()
     agent = load_agents()["harness"]
     model = ScriptedModel(
@@ -69,7 +75,7 @@ def test_system_prompt_override_and_invalid_call_recovery() -> None:
             call("submit_result", summary="done", status="success"),
         ]
     )
-    store = MemoryOverlayStore(SAMPLE)
+    store = overlay_store(copy_sample(tmp_path))
     job = Job(agent=agent, node=sample_node("Item"), operation="harness")
     with ToolRuntime(config.tools) as runtime:
         result = asyncio.run(

@@ -17,7 +17,7 @@ from remora.events import CollectingEmitter, SandboxPrintEvent
 from remora.tools.capabilities import CAPABILITIES, Capability, CapabilityContext
 from remora.tools.result import ToolResult
 from remora.tools.runtime import ToolRuntime, to_tool_result
-from tests.stores import MemoryOverlayStore
+from tests.stores import overlay_store
 
 CONFIG = ToolsConfig(timeout=1.0, max_memory_mb=32, max_recursion_depth=60, workers=2)
 
@@ -72,7 +72,7 @@ def context(root: Path, **system: Any) -> CapabilityContext:
         "options": {"style": "google"},
         **system,
     }
-    return CapabilityContext(store=MemoryOverlayStore(root), config=CONFIG, system=values)
+    return CapabilityContext(store=overlay_store(root), config=CONFIG, system=values)
 
 
 def tool(
@@ -256,9 +256,7 @@ def test_system_inputs_are_injected(runtime: ToolRuntime, tmp_path: Path, projec
 def test_missing_system_input_is_an_error(
     runtime: ToolRuntime, tmp_path: Path, project: Path
 ) -> None:
-    ctx = CapabilityContext(
-        store=MemoryOverlayStore(project), config=CONFIG, system={"node_name": "f"}
-    )
+    ctx = CapabilityContext(store=overlay_store(project), config=CONFIG, system={"node_name": "f"})
     result = call(runtime, tool(tmp_path, SYSTEM), {}, ctx)
     assert result.outcome == "error"
     assert "system input 'options'" in (result.error or "")

@@ -72,7 +72,10 @@ class ToolError(RemoraError):
     """A tool or host capability failed in a way the caller must handle.
 
     TOOL_1xx-7xx are raised by host capabilities (see ``remora.tools.capabilities``);
-    TOOL_901 the tool sandbox (Monty worker pool) cannot start.
+    TOOL_8xx by the isolation of project code (``remora.tools.isolation``): TOOL_801 no
+    isolation available, TOOL_802 the configured isolation is unavailable, TOOL_803 the
+    sandbox could not be set up, TOOL_804 too many processes; TOOL_901 the tool sandbox
+    (Monty worker pool) cannot start.
     """
 
     prefix = "TOOL"

@@ -1,6 +1,9 @@
 """Materialized views: a real directory where the project looks as if a workspace were accepted.
 
-Subprocess tools (ruff, pytest, calling a function) need real paths. Copying the project
+Subprocess tools need real paths: ruff, and project code where no kernel overlay is to be
+had (the Landlock and unisolated levels of ``remora.tools.isolation``, which confine the
+view's links into the project read-only; bubblewrap mounts an overlay instead, see
+:mod:`remora.workspace.layers`). Copying the project
 would cost time proportional to its size, so a view is built only along the changed
 paths: every directory on the way to a changed path is a real directory, changed files
 are real files with the workspace's content, and every other entry is a symlink to the
