@@ -167,7 +167,7 @@ def main() -> int:
         extra = (calls[level] - bare) * 1000
         print(
             f"  {level:<9} isolated {calls[level] * 1000:7.1f} ms"
-            f"  +{extra:5.1f} ms, {calls[level] / bare:.2f}x bare  (target: +30 ms)"
+            f"  {extra:+5.1f} ms, {calls[level] / bare:.2f}x bare  (target: +30 ms)"
         )
     print(f"sandbox view + run 'true' + harvest, {args.files} vs {args.small_files} files")
     for level in ("bwrap", "landlock"):

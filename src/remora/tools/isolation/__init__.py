@@ -291,7 +291,6 @@ def project_sandbox(
             box.harvest = harvest_upper(
                 store, layers[1], removed=frozenset(removed), max_bytes=config.max_file_mb * _MB
             )
-            _make_removable(layers[2])
         else:
             with store.materialize(writable=sorted(set(writable))) as view:
                 yield Sandbox(level, view, exchange, config, store)
@@ -306,13 +305,6 @@ def _drop_truncated(view: Path, max_bytes: int) -> None:
             path = os.path.join(dirpath, name)
             if not os.path.islink(path) and os.path.getsize(path) >= max_bytes:
                 os.unlink(path)
-
-
-def _make_removable(work: Path) -> None:
-    """overlayfs leaves a mode-000 directory in its work dir; let the cleanup remove it."""
-    for dirpath, dirnames, _files in os.walk(work):
-        for name in dirnames:
-            os.chmod(os.path.join(dirpath, name), 0o700)
 
 
 def _within(path: Path, parent: Path) -> bool:
