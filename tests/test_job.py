@@ -8,10 +8,11 @@ import shutil
 from pathlib import Path
 
 from remora.config import RemoraConfig
+from remora.contracts import JobKey
 from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.events import CollectingEmitter
-from remora.job import Job, run_job
+from remora.orchestration import Job, run_job
 from remora.testing import ScriptedModel, call
 from remora.tools.runtime import ToolRuntime
 from tests.stores import overlay_store
@@ -42,7 +43,8 @@ def test_harness_episode_end_to_end(tmp_path: Path) -> None:
     )
     emitter = CollectingEmitter()
     store = overlay_store(copy_sample(tmp_path))
-    job = Job(agent=agent, node=node, operation="harness", run_id="r1", job_id="j1")
+    key = JobKey("harness", node.node_id, run_id="r1")
+    job = Job(agent=agent, node=node, key=key)
     with ToolRuntime(config.tools, emitter) as runtime:
         result = asyncio.run(
             run_job(job, model=model, runtime=runtime, store=store, config=config, emitter=emitter)
@@ -76,7 +78,13 @@ def test_system_prompt_override_and_invalid_call_recovery(tmp_path: Path) -> Non
         ]
     )
     store = overlay_store(copy_sample(tmp_path))
-    job = Job(agent=agent, node=sample_node("Item"), operation="harness")
+    node = sample_node("Item")
+    job = Job(
+        agent=agent,
+        node=node,
+        key=JobKey("harness", node.node_id),
+        system_prompt="Variant prompt.",
+    )
     with ToolRuntime(config.tools) as runtime:
         result = asyncio.run(
             run_job(
@@ -85,7 +93,6 @@ def test_system_prompt_override_and_invalid_call_recovery(tmp_path: Path) -> Non
                 runtime=runtime,
                 store=store,
                 config=config,
-                system_prompt="Variant prompt.",
             )
         )
     assert result.status == "success"

@@ -9,7 +9,7 @@ import pytest
 
 from remora.discovery import CSTNode
 from remora.errors import WorkspaceError
-from remora.results import JobRecord, ReviewService, RunManifest, RunStore, new_run_id
+from remora.orchestration import JobRecord, ReviewService, RunManifest, RunStore, new_run_id
 from remora.runner.result import AgentResult, AgentTelemetry
 from remora.workspace import WorkspaceManager
 

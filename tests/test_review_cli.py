@@ -11,7 +11,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from remora.results import JobRecord, RunStore
+from remora.orchestration import JobRecord, RunStore
 from remora.runner.result import AgentResult
 from remora.workspace import WorkspaceManager
 from tests.cli_helpers import run_cli

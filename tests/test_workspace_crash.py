@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from remora.results import JobRecord, RunStore
+from remora.orchestration import JobRecord, RunStore
 from remora.runner.result import AgentResult
 from remora.workspace import WorkspaceManager
 

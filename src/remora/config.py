@@ -408,7 +408,8 @@ def _validate(merged: dict[str, Any], layers: list[tuple[str, dict[str, Any]]]) 
         raise ConfigError(
             "CONFIG_003",
             f"invalid value for '{loc}' (from {origin}): {error['msg']}{more}",
-            "run 'remora config --help' for the expected keys",
+            "docs/configuration.md lists every key with its type and default; "
+            "'remora config --sources' shows the effective values",
         ) from None
 
 

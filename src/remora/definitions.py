@@ -6,8 +6,8 @@ package data under ``remora/agents/``; ``agents.dirs`` in the config adds user f
 each either one agent folder or a folder of agent folders. A user agent shadows a
 bundled one with the same name (later directories win).
 
-Loading validates everything DESIGN.md asks for: the schema (unknown keys are errors),
-exactly one terminal tool and it is named ``submit_result``, unique tool names, a
+Loading validates everything docs/writing-an-agent.md describes: the schema (unknown keys
+are errors), exactly one terminal tool and it is named ``submit_result``, unique tool names, a
 ``node_context`` Jinja2 template that compiles and only uses the variables in
 :data:`NODE_CONTEXT_VARIABLES`, every ``.pym`` passing the checker, ``inputs_override``
 naming real model-facing inputs, context providers whose inputs can be filled, and a
@@ -27,6 +27,7 @@ Error codes (``AgentDefinitionError``):
 - AGENT_010 no tool with the requested name
 - AGENT_011 two agents with the same name in one directory
 - AGENT_012 rendering node_context failed at run time (a variable was not passed)
+- AGENT_013 the precheck script declares model-facing inputs (it runs without the model)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import jinja2
 import yaml
@@ -43,16 +44,17 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from remora.config import NodeType
+from remora.contracts import SUBMIT_TOOL, SYSTEM_INPUTS, Effect
 from remora.errors import AgentDefinitionError
 from remora.model.base import ToolSpec
 from remora.tools.capabilities import Capability
 from remora.tools.pym import (
-    SYSTEM_INPUTS,
     PymScript,
     check_script_file,
     load_pym,
     override_problems,
 )
+from remora.tools.script_tool import ScriptTool
 
 __all__ = [
     "BUNDLED_AGENTS_DIR",
@@ -72,21 +74,10 @@ __all__ = [
 ]
 
 BUNDLED_AGENTS_DIR = Path(__file__).resolve().parent / "agents"
-TERMINAL_TOOL = "submit_result"
-NODE_CONTEXT_VARIABLES = (
-    "node_text",
-    "node_name",
-    "node_type",
-    "file_path",
-    "qualname",
-    "node_id",
-    "workspace_id",
-    "operation",
-    "options",
-)
-"""What the runner passes to ``node_context``; ``options`` is the operation's options dict."""
+TERMINAL_TOOL = SUBMIT_TOOL
+NODE_CONTEXT_VARIABLES = tuple(SYSTEM_INPUTS)
+"""What the runner passes to ``node_context``: the system inputs (``remora.contracts``)."""
 
-Effect = Literal["read", "write", "terminal"]
 _IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
@@ -124,22 +115,18 @@ class _RawAgent(_Raw):
     model: _RawModel | None = None
     initial_context: InitialContext
     tools: list[_RawTool] = Field(min_length=1)
+    precheck: str | None = None
 
 
 # --- the validated definition -----------------------------------------------------------
 
 
-class ToolDefinition(BaseModel):
-    """One tool of an agent, with its script and provider paths resolved."""
+class ToolDefinition(ScriptTool):
+    """One tool of an agent, with its script and provider paths resolved: the runtime's
+    :class:`ScriptTool` plus what the model and the runner see."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    pym: Path
     description: str = ""
     effect: Effect
-    inputs_override: dict[str, Any] = Field(default_factory=dict)
-    context_providers: list[Path] = Field(default_factory=list)
 
     def spec(self) -> ToolSpec:
         """The tool as the model sees it: system inputs hidden, overrides merged."""
@@ -164,6 +151,10 @@ class SubagentDefinition(BaseModel):
     initial_context: InitialContext
     tools: list[ToolDefinition]
     directory: Path
+    precheck: Path | None = Field(
+        default=None,
+        description="A .pym run before the loop, without the model; it may end the job early.",
+    )
 
     _template: jinja2.Template | None = PrivateAttr(default=None)
 
@@ -399,7 +390,7 @@ def _schema_problems(
         elif kind == "extra_forbidden":
             hint = _unknown_key_hint(loc)
         else:
-            hint = "see 'Subagent YAML' in DESIGN.md for the expected value"
+            hint = "see docs/writing-an-agent.md for the expected value"
         problems.append(AgentDefinitionError("AGENT_003", f"{path}: {key}: {error['msg']}", hint))
     return problems
 
@@ -490,7 +481,22 @@ class _Validator:
             initial_context=self.raw.initial_context,
             tools=tools,
             directory=self.directory,
+            precheck=self._precheck(),
         )
+
+    def _precheck(self) -> Path | None:
+        if self.raw.precheck is None:
+            return None
+        path = (self.directory / self.raw.precheck).resolve()
+        script = self._script("precheck", path)
+        if script is not None and script.model_inputs:
+            names = ", ".join(decl.name for decl in script.model_inputs)
+            self.problem(
+                "AGENT_013",
+                f"precheck: {path.name} declares inputs no one can fill: {names}",
+                "a precheck runs without the model: declare only system inputs",
+            )
+        return path
 
     def _tool_set(self) -> None:
         names = [tool.name for tool in self.raw.tools]

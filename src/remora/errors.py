@@ -62,7 +62,8 @@ class AgentDefinitionError(RemoraError):
     compile or uses an unknown variable; AGENT_006 .pym or adapter file missing/unreadable;
     AGENT_007 .pym fails the checker; AGENT_008 inputs_override does not fit the script;
     AGENT_009 context provider input cannot be filled; AGENT_010 unknown tool name;
-    AGENT_011 duplicate agent name in one directory; AGENT_012 node_context render failed.
+    AGENT_011 duplicate agent name in one directory; AGENT_012 node_context render failed;
+    AGENT_013 a precheck script declares inputs only the model could fill.
     """
 
     prefix = "AGENT"

@@ -39,6 +39,25 @@ class RunFinished(Event):
     jobs: int
 
 
+class JobStarted(Event):
+    type: Literal["job_started"] = "job_started"
+    operation: str
+    node_id: str
+    qualname: str
+    file_path: str
+
+
+class JobFinished(Event):
+    type: Literal["job_finished"] = "job_finished"
+    operation: str
+    node_id: str
+    status: str
+    summary: str
+    error: str | None = None
+    changed_files: list[str] = Field(default_factory=list)
+    wall_time_s: float
+
+
 class DiscoveryProblemEvent(Event):
     type: Literal["discovery_problem"] = "discovery_problem"
     path: str

@@ -2,10 +2,10 @@
 
 It runs an agent (by default the bundled ``harness`` agent: echo, then submit) on real
 nodes, once per (prompt variant, request), with bounded concurrency, through the same
-``run_job`` path as a real run, and reduces each run's telemetry to the rates that
-matter for small models: how often a response holds a usable call, how often a call is
-valid, misses, repeats, turns, latency percentiles, token throughput and the share of
-prompt tokens served from the KV cache.
+scheduler as a real run (:func:`~remora.orchestration.run_jobs`), and reduces each run's
+telemetry to the rates that matter for small models: how often a response holds a usable
+call, how often a call is valid, misses, repeats, turns, latency percentiles, token
+throughput and the share of prompt tokens served from the KV cache.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import statistics
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,10 @@ from remora.config import RemoraConfig
 from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode
 from remora.errors import RunnerError
-from remora.events import Emitter, NullEmitter
-from remora.job import Job, run_job
+from remora.events import Emitter
 from remora.model.base import ModelClient
-from remora.tools.runtime import ToolRuntime
+from remora.orchestration import PlannedJob, run_jobs
+from remora.runner import AgentResult
 from remora.workspace import WorkspaceManager
 
 DEFAULT_VARIANT = "default"
@@ -152,6 +151,7 @@ async def run_harness(
     concurrency: int = 1,
     emitter: Emitter | None = None,
     on_episode: Callable[[EpisodeRecord], Any] | None = None,
+    cancel: asyncio.Event | None = None,
 ) -> HarnessReport:
     """Run ``requests`` episodes per variant, ``concurrency`` at a time, and report rates.
 
@@ -175,64 +175,54 @@ async def run_harness(
         )
     if requests < 1 or concurrency < 1:
         raise RunnerError("RUN_013", "requests and concurrency must be at least 1", None)
-    emitter = emitter or NullEmitter()
-    gate = asyncio.Semaphore(concurrency)
+    episodes = [(variant, index) for variant in variants for index in range(requests)]
+    jobs = [
+        PlannedJob(
+            agent=agent,
+            node=usable[index % len(usable)],
+            operation=agent.name,
+            attempt=number,
+            system_prompt=prompts[variant],
+        )
+        for number, (variant, index) in enumerate(episodes, start=1)
+    ]
     records: list[EpisodeRecord] = []
 
-    with (
-        tempfile.TemporaryDirectory(prefix="remora-harness-") as state,
-        ToolRuntime(config.tools, emitter) as runtime,
-    ):
-        manager = WorkspaceManager(root, Path(state))
+    def record(job: PlannedJob, result: AgentResult) -> None:
+        telemetry = result.telemetry
+        episode = EpisodeRecord(
+            variant=episodes[job.attempt - 1][0],
+            node=job.node.qualname,
+            status=result.status,
+            error=result.error,
+            turns=telemetry.turns,
+            responses=telemetry.model_calls,
+            calls=sum(telemetry.parse_paths.values()),
+            invalid_calls=telemetry.invalid_calls,
+            misses=telemetry.tool_misses,
+            repeats=telemetry.repeats,
+            textual_call_patterns=telemetry.textual_tool_call_patterns,
+            latencies_s=telemetry.model_latency_s,
+            prompt_tokens=telemetry.prompt_tokens,
+            completion_tokens=telemetry.completion_tokens,
+            cached_prompt_tokens=telemetry.cached_prompt_tokens,
+            wall_s=telemetry.wall_time_s,
+        )
+        records.append(episode)
+        if on_episode is not None:
+            on_episode(episode)
 
-        async def episode(variant: str, index: int) -> None:
-            node = usable[index % len(usable)]
-            job_id = f"harness-{variant}-{index}"
-            async with gate:
-                started = time.perf_counter()
-                with manager.create(agent.name, node.node_id, run_id=job_id) as store:
-                    job = Job(
-                        agent=agent,
-                        node=node,
-                        operation=agent.name,
-                        workspace_id=store.workspace_id,
-                        job_id=job_id,
-                    )
-                    result = await run_job(
-                        job,
-                        model=model,
-                        runtime=runtime,
-                        store=store,
-                        config=config,
-                        emitter=emitter,
-                        system_prompt=prompts[variant],
-                    )
-                wall = time.perf_counter() - started
-            telemetry = result.telemetry
-            record = EpisodeRecord(
-                variant=variant,
-                node=node.qualname,
-                status=result.status,
-                error=result.error,
-                turns=telemetry.turns,
-                responses=telemetry.model_calls,
-                calls=sum(telemetry.parse_paths.values()),
-                invalid_calls=telemetry.invalid_calls,
-                misses=telemetry.tool_misses,
-                repeats=telemetry.repeats,
-                textual_call_patterns=telemetry.textual_tool_call_patterns,
-                latencies_s=telemetry.model_latency_s,
-                prompt_tokens=telemetry.prompt_tokens,
-                completion_tokens=telemetry.completion_tokens,
-                cached_prompt_tokens=telemetry.cached_prompt_tokens,
-                wall_s=wall,
-            )
-            records.append(record)
-            if on_episode is not None:
-                on_episode(record)
-
-        await asyncio.gather(
-            *(episode(variant, index) for variant in variants for index in range(requests))
+    with tempfile.TemporaryDirectory(prefix="remora-harness-") as state:
+        await run_jobs(
+            jobs,
+            model=model,
+            config=config,
+            manager=WorkspaceManager(root, Path(state)),
+            targets=[str(root)],
+            emitter=emitter,
+            cancel=cancel,
+            concurrency=concurrency,
+            on_done=record,
         )
 
     ordered = sorted(records, key=lambda r: (list(variants).index(r.variant), r.node))

@@ -30,7 +30,7 @@ from remora.cli._app import (
 )
 from remora.discovery import find_project_root
 from remora.errors import RemoraError, WorkspaceError
-from remora.results import JobRecord, ReviewService
+from remora.orchestration import JobRecord, ReviewService
 from remora.workspace import RecoveryReport, WorkspaceManager
 
 ProjectOption = Annotated[

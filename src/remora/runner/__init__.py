@@ -1,6 +1,7 @@
 """The agent loop and its parts: parsing, validation, guards, history, result contract."""
 
-from remora.runner.catalog import SUBMIT_TOOL, Effect, LoopTool, ToolCatalog, ToolInvoker
+from remora.contracts import SUBMIT_TOOL, Effect
+from remora.runner.catalog import LoopTool, ToolCatalog, ToolInvoker
 from remora.runner.loop import AgentLoop, run_agent
 from remora.runner.parsing import (
     ParseResult,

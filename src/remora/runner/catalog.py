@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from remora.contracts import EFFECTS, SUBMIT_TOOL, Effect
 from remora.errors import RunnerError
 from remora.model.base import ToolSpec
 from remora.tools.result import ToolResult
-
-Effect = Literal["read", "write", "terminal"]
-EFFECTS: tuple[Effect, ...] = ("read", "write", "terminal")
-SUBMIT_TOOL = "submit_result"
 
 
 @dataclass(frozen=True)

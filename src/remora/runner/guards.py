@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from remora.runner.catalog import SUBMIT_TOOL, Effect, ToolCatalog
+from remora.contracts import SUBMIT_TOOL, Effect
+from remora.runner.catalog import ToolCatalog
 from remora.runner.settings import LoopSettings
 from remora.tools.result import ToolResult
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from remora.contracts import SUBMIT_TOOL
 from remora.errors import ModelError, RemoraError
 from remora.events import (
     AgentDoneEvent,
@@ -32,7 +33,7 @@ from remora.events import (
     ToolResultEvent,
 )
 from remora.model.base import Message, ModelClient, ModelRequest, ModelResponse, ToolCall
-from remora.runner.catalog import SUBMIT_TOOL, LoopTool, ToolCatalog, ToolInvoker
+from remora.runner.catalog import LoopTool, ToolCatalog, ToolInvoker
 from remora.runner.guards import REQUERY, CallRecord, GuardFiring, Guards, call_signature
 from remora.runner.history import History, TokenCounter, estimate_tokens
 from remora.runner.parsing import ParseResult, parse_response

@@ -66,6 +66,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
+from remora.contracts import SYSTEM_INPUTS
 from remora.errors import AgentDefinitionError
 from remora.tools.capabilities import CAPABILITIES, Capability
 
@@ -93,18 +94,6 @@ DECLARATION_NAMES: Final = frozenset({"Input", "external"})
 ALLOWED_IMPORTS: Final = frozenset({"typing", "__future__", "json", "re", "math"})
 """Modules a script may import besides the declaration module; all run inside Monty."""
 
-SYSTEM_INPUTS: Final[Mapping[str, str]] = {
-    "node_text": "string",
-    "file_path": "string",
-    "node_name": "string",
-    "node_type": "string",
-    "qualname": "string",
-    "node_id": "string",
-    "workspace_id": "string",
-    "operation": "string",
-    "options": "object",
-}
-"""Inputs the runner fills from the job, with their JSON type; hidden from the model."""
 
 FORBIDDEN_CALLS: Final = frozenset(
     {

@@ -38,13 +38,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from remora.config import ToolsConfig
-from remora.definitions import ToolDefinition
 from remora.errors import RemoraError
 from remora.events import Emitter, NullEmitter, SandboxPrintEvent
 from remora.tools.capabilities import CAPABILITIES, Capability, CapabilityContext
 from remora.tools.pym import PymScript, check_script_file, render_diagnostics, validate_value
 from remora.tools.result import ToolResult
 from remora.tools.sandbox import PrintSink, Sandbox, SandboxRun
+from remora.tools.script_tool import ScriptTool
 
 __all__ = ["ToolRuntime", "to_tool_result"]
 
@@ -77,13 +77,13 @@ class ToolRuntime:
         self.sandbox.close()
 
     async def run(
-        self, tool: ToolDefinition, arguments: Mapping[str, Any], context: CapabilityContext
+        self, tool: ScriptTool, arguments: Mapping[str, Any], context: CapabilityContext
     ) -> ToolResult:
         """Run ``tool`` with the model's ``arguments``; never raises for script problems."""
         return await asyncio.to_thread(self.run_sync, tool, arguments, context)
 
     def run_sync(
-        self, tool: ToolDefinition, arguments: Mapping[str, Any], context: CapabilityContext
+        self, tool: ScriptTool, arguments: Mapping[str, Any], context: CapabilityContext
     ) -> ToolResult:
         """:meth:`run` on the calling thread (benchmarks, synchronous callers)."""
         try:
@@ -95,7 +95,7 @@ class ToolRuntime:
             )
 
     def _run(
-        self, tool: ToolDefinition, arguments: Mapping[str, Any], context: CapabilityContext
+        self, tool: ScriptTool, arguments: Mapping[str, Any], context: CapabilityContext
     ) -> ToolResult:
         script = self._checked(tool.pym, tool.name)
         if isinstance(script, ToolResult):
@@ -192,7 +192,7 @@ class ToolRuntime:
 
 
 def _argument_problem(
-    script: PymScript, tool: ToolDefinition, arguments: Mapping[str, Any]
+    script: PymScript, tool: ScriptTool, arguments: Mapping[str, Any]
 ) -> str | None:
     schema = script.parameters_schema(tool.inputs_override)
     properties: dict[str, Any] = schema["properties"]

@@ -14,12 +14,12 @@ distinct across runs that coexist until they are reviewed.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
 
 from remora.config import WorkspaceConfig
+from remora.contracts import JobKey
 from remora.errors import WorkspaceError
 from remora.workspace.durable import FileLock
 from remora.workspace.materialize import sweep_stale_views
@@ -32,10 +32,7 @@ _SUFFIX = ".sqlite"
 
 def make_workspace_id(operation: str, node_id: str, run_id: str | None = None) -> str:
     """``<operation>-<node_id>[-<run suffix>]``, validated so it is safe as a file name."""
-    workspace_id = f"{operation}-{node_id}"
-    if run_id:
-        workspace_id += "-" + hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:6]
-    return check_workspace_id(workspace_id)
+    return check_workspace_id(JobKey(operation, node_id, run_id).workspace_id)
 
 
 def check_workspace_id(workspace_id: str) -> str:

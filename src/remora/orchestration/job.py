@@ -2,7 +2,7 @@
 
 This is the seam between the declarative parts (a SubagentDefinition, a CSTNode, the
 config) and the machinery (the agent loop, the tool runtime, a model backend). The
-coordinator, ``remora harness`` and tests all start agents through :func:`run_job`, so
+scheduler, ``remora harness`` and tests all start agents through :func:`run_job`, so
 system inputs, node context and loop settings are built in exactly one place.
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from remora.config import RemoraConfig
+from remora.contracts import JobKey, SystemInputs
 from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode
 from remora.events import Emitter, NullEmitter
@@ -28,35 +29,26 @@ from remora.workspace.base import FileStore
 
 @dataclass
 class Job:
-    """What to run: the agent, the node, the operation's options and identifiers."""
+    """What to run: the agent, the node, the operation's options, and the job's identity.
+
+    ``system_prompt`` replaces the agent's own (the harness compares prompt variants).
+    """
 
     agent: SubagentDefinition
     node: CSTNode
-    operation: str
+    key: JobKey
     options: Mapping[str, Any] = field(default_factory=dict)
-    workspace_id: str | None = None
-    run_id: str | None = None
-    job_id: str | None = None
+    system_prompt: str | None = None
 
-    def system_inputs(self) -> dict[str, Any]:
+    @property
+    def operation(self) -> str:
+        return self.key.operation
+
+    def system_inputs(self, workspace_id: str | None = None) -> SystemInputs:
         """The values ``.pym`` scripts and the node-context template may use."""
-        node = self.node
-        system: dict[str, Any] = {
-            "node_text": node.text,
-            "file_path": node.file_path,
-            "node_name": node.name,
-            "node_type": node.node_type,
-            "qualname": node.qualname,
-            "node_id": node.node_id,
-            "workspace_id": self.workspace_id or "",
-            "operation": self.operation,
-            "options": dict(self.options),
-        }
-        if self.run_id:
-            system["run_id"] = self.run_id
-        if self.job_id:
-            system["job_id"] = self.job_id
-        return system
+        return SystemInputs.from_node(
+            self.node, self.key, options=self.options, workspace_id=workspace_id
+        )
 
 
 async def run_job(
@@ -69,22 +61,20 @@ async def run_job(
     emitter: Emitter | None = None,
     cancel: asyncio.Event | None = None,
     transcript_path: Path | None = None,
-    system_prompt: str | None = None,
+    workspace_id: str | None = None,
 ) -> AgentResult:
-    """Run ``job`` to a structured AgentResult; never leaves the store half-used.
-
-    ``system_prompt`` replaces the agent's own (the harness compares prompt variants).
-    """
+    """Run ``job`` to a structured AgentResult; never leaves the store half-used."""
     emitter = emitter or NullEmitter()
     agent = job.agent
-    system = job.system_inputs()
+    key = job.key
+    system = job.system_inputs(workspace_id).as_dict()
     context = CapabilityContext(store=store, config=config.tools, system=system)
     tools = [LoopTool(spec=tool.spec(), effect=tool.effect) for tool in agent.tools]
 
     async def invoke(name: str, arguments: dict[str, Any]) -> ToolResult:
         return await runtime.run(agent.tool(name), arguments, context)
 
-    operation = config.operations.get(job.operation)
+    operation = config.operations.get(key.operation)
     settings = LoopSettings.from_config(
         config.runner, config.model, agent_max_turns=agent.max_turns
     )
@@ -92,22 +82,22 @@ async def run_job(
     adapter = str(agent.model) if agent.model is not None and config.model.use_adapters else None
     return await run_agent(
         model=model,
-        system_prompt=system_prompt or agent.initial_context.system_prompt,
+        system_prompt=job.system_prompt or agent.initial_context.system_prompt,
         node_context=agent.render_node_context(system),
         tools=tools,
         invoke=invoke,
         settings=settings,
-        operation=job.operation,
-        node_id=job.node.node_id,
+        operation=key.operation,
+        node_id=key.node_id,
         changed_paths=store.changed_paths,
         emitter=emitter,
-        workspace_id=job.workspace_id,
+        workspace_id=workspace_id,
         count_tokens=count_tokens if callable(count_tokens) else None,
-        conversation_id=job.job_id or f"{job.operation}:{job.node.node_id}",
+        conversation_id=key.conversation_id,
         adapter=adapter,
         model_id=operation.model_id if operation is not None else None,
         cancel=cancel,
         transcript_path=transcript_path,
-        run_id=job.run_id,
-        job_id=job.job_id,
+        run_id=key.run_id,
+        job_id=key.job_id,
     )

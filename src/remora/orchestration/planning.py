@@ -1,0 +1,104 @@
+"""Planning: which (operation x node) jobs a run has, as pure functions of config, agents, nodes.
+
+An operation runs when ``--ops`` names it, or, without ``--ops``, when its config says
+``enabled``. Its agent is ``operations.<op>.agent`` (default: the operation's name); the
+agent takes the nodes whose type it lists in ``applies_to``. What cannot run is reported
+per operation (unknown operation, missing agent), never raised, so one missing agent does
+not stop the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from remora.config import RemoraConfig
+from remora.definitions import SubagentDefinition
+from remora.discovery import CSTNode
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One agent on one node; ``attempt`` and ``system_prompt`` serve the harness, which runs
+    the same node several times with different prompts."""
+
+    agent: SubagentDefinition
+    node: CSTNode
+    operation: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    attempt: int = 0
+    system_prompt: str | None = None
+
+
+@dataclass(frozen=True)
+class OperationProblem:
+    """Why an operation contributes no jobs."""
+
+    operation: str
+    message: str
+    hint: str
+
+
+@dataclass
+class Plan:
+    """The jobs of a run, the operations they belong to, and what could not be planned."""
+
+    jobs: list[PlannedJob] = field(default_factory=list)
+    operations: list[str] = field(default_factory=list)
+    problems: list[OperationProblem] = field(default_factory=list)
+
+    def jobs_for(self, operation: str) -> list[PlannedJob]:
+        return [job for job in self.jobs if job.operation == operation]
+
+
+def selected_operations(config: RemoraConfig, ops: Sequence[str] | None) -> list[str]:
+    """``ops`` as given (explicit wins over ``enabled: false``), else the enabled ones."""
+    if ops:
+        return list(dict.fromkeys(ops))
+    return config.enabled_operations()
+
+
+def plan_jobs(
+    config: RemoraConfig,
+    agents: Mapping[str, SubagentDefinition],
+    nodes: Sequence[CSTNode],
+    ops: Sequence[str] | None = None,
+) -> Plan:
+    """Jobs in operation order, then node order (files, then position in the file)."""
+    plan = Plan()
+    for operation in selected_operations(config, ops):
+        settings = config.operations.get(operation)
+        if settings is None:
+            close = difflib.get_close_matches(operation, list(config.operations), n=1)
+            plan.problems.append(
+                OperationProblem(
+                    operation,
+                    f"unknown operation '{operation}'",
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else f"configured operations: {', '.join(config.operations)}",
+                )
+            )
+            continue
+        agent_name = settings.agent or operation
+        agent = agents.get(agent_name)
+        if agent is None:
+            plan.problems.append(
+                OperationProblem(
+                    operation,
+                    f"operation '{operation}' has no agent: no agent named '{agent_name}' "
+                    "is bundled or in agents.dirs",
+                    f"available agents: {', '.join(sorted(agents)) or 'none'}; "
+                    f"set operations.{operation}.agent or leave it out with --ops",
+                )
+            )
+            continue
+        plan.operations.append(operation)
+        plan.jobs.extend(
+            PlannedJob(agent=agent, node=node, operation=operation, options=settings.options)
+            for node in nodes
+            if node.node_type in agent.applies_to
+        )
+    return plan

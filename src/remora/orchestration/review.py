@@ -1,0 +1,113 @@
+"""Review: accept, reject, retry, undo and diff the workspaces of a run, with its manifest in step.
+
+The workspace layer (:class:`~remora.workspace.WorkspaceReview`) applies changes atomically
+and keeps backups for undo; this service adds the run's bookkeeping: each job's review
+state follows what happened to its workspace, and a retry marks the job for the
+coordinator to run again.
+"""
+
+from __future__ import annotations
+
+import time
+
+from remora.errors import WorkspaceError
+from remora.orchestration.runs import ReviewState, RunManifest, RunStore
+from remora.workspace import (
+    AcceptReport,
+    RecoveryReport,
+    RetryRequest,
+    UndoReport,
+    WorkspaceInfo,
+    WorkspaceManager,
+    WorkspaceReview,
+)
+from remora.workspace.journal import ApplyKind
+
+
+class ReviewService:
+    """Accept, reject, retry, undo and diff workspaces, keeping run manifests in step.
+
+    This is what the review CLI and the coordinator call; ``recover()`` first, so an
+    accept interrupted by a crash is finished before anything else happens.
+    """
+
+    def __init__(self, manager: WorkspaceManager, store: RunStore | None = None) -> None:
+        self.manager = manager
+        self.store = store or RunStore(manager)
+        self.workspaces = WorkspaceReview(manager, after_apply=self._on_applied)
+
+    def recover(self) -> RecoveryReport:
+        """Finish or roll back interrupted accepts/undos (their manifests follow)."""
+        return self.workspaces.recover()
+
+    def reconcile(self, run_id: str | None) -> RunManifest:
+        """Make each job's review state agree with its workspace on disk (None: newest run)."""
+        with self.manager.lock():
+            manifest = self.store.resolve(run_id)
+            changed = False
+            for job in manifest.jobs:
+                if job.workspace_id is None or job.review == "none":
+                    continue
+                try:
+                    state = self.manager.state(job.workspace_id)
+                except WorkspaceError:
+                    continue  # unreadable storage: leave the record as it is
+                if job.review == "retry_requested":
+                    if state == "pending":
+                        self.manager.remove(job.workspace_id)
+                    continue
+                wanted: ReviewState = job.review
+                if state == "accepted":
+                    wanted = "accepted"
+                elif state == "pending":
+                    wanted = "pending"
+                elif job.review in ("pending", "accepted"):
+                    wanted = "rejected"
+                if wanted != job.review:
+                    job.review = wanted
+                    job.reviewed_at = time.time()
+                    changed = True
+            if changed:
+                self.store.write(manifest)
+            return manifest
+
+    def accept(self, workspace_id: str) -> AcceptReport:
+        return self.workspaces.accept(workspace_id)
+
+    def undo(self, workspace_id: str) -> UndoReport:
+        return self.workspaces.undo(workspace_id)
+
+    def reject(self, workspace_id: str) -> WorkspaceInfo:
+        with self.manager.lock():
+            info = self.workspaces.reject(workspace_id)
+            self._set_review(info.run_id, workspace_id, "rejected")
+            return info
+
+    def retry(self, workspace_id: str) -> RetryRequest:
+        """Mark the job for a rerun, then discard its workspace; returns what to rerun."""
+        with self.manager.lock():
+            info = self.manager.info(workspace_id)
+            if info.status == "pending":
+                self._set_review(info.run_id, workspace_id, "retry_requested")
+            return self.workspaces.retry(workspace_id)
+
+    def diff(self, workspace_id: str, context: int = 3) -> dict[str, str]:
+        with self.manager.open(workspace_id) as workspace:
+            return workspace.diff(context)
+
+    def _on_applied(self, kind: ApplyKind, info: WorkspaceInfo) -> None:
+        self._set_review(
+            info.run_id, info.workspace_id, "accepted" if kind == "accept" else "pending"
+        )
+
+    def _set_review(self, run_id: str | None, workspace_id: str, review: ReviewState) -> None:
+        if run_id is None or not self.store.exists(run_id):
+            return
+
+        def mark(manifest: RunManifest) -> None:
+            job = manifest.job_for_workspace(workspace_id)
+            if job is not None:
+                job.review = review
+                job.reviewed_at = time.time()
+
+        self.store.update(run_id, mark)

@@ -1,0 +1,290 @@
+"""``run_jobs``: the one scheduler every command that runs agents goes through.
+
+It owns what a run is: a manifest written before the first job (every job ``queued``) and
+updated as each job ends, so a crash mid-run leaves a manifest review can still use; one
+workspace per job, discarded when the job changed nothing or did not succeed; bounded
+concurrency (``runner.concurrency``); the agent's precheck before any model call;
+cancellation (``cancel`` set, e.g. by Ctrl-C: running jobs stop between steps, queued jobs
+never start, the manifest says ``interrupted``, nothing is half-applied because nothing is
+applied before review); events for the run and every job; transcripts when enabled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from remora.config import RemoraConfig
+from remora.contracts import JobKey
+from remora.errors import RemoraError
+from remora.events import (
+    Emitter,
+    FanoutEmitter,
+    JobFinished,
+    JobStarted,
+    JsonlEmitter,
+    NullEmitter,
+    RunFinished,
+    RunStarted,
+)
+from remora.model.base import ModelClient
+from remora.orchestration.job import Job, run_job
+from remora.orchestration.planning import PlannedJob
+from remora.orchestration.runs import JobRecord, RunManifest, RunStatus, RunStore, new_run_id
+from remora.runner import AgentResult
+from remora.tools.capabilities import CapabilityContext
+from remora.tools.runtime import ToolRuntime
+from remora.tools.script_tool import ScriptTool
+from remora.workspace import WorkspaceManager
+from remora.workspace.base import FileStore
+
+
+@dataclass
+class RunResult:
+    """What a finished (or interrupted) run did: its manifest and each job's result."""
+
+    manifest: RunManifest
+    results: list[tuple[PlannedJob, AgentResult]] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    def count(self, status: str) -> int:
+        return sum(result.status == status for _job, result in self.results)
+
+    @property
+    def changed(self) -> int:
+        return sum(bool(record.changed_files) for record in self.manifest.jobs)
+
+
+JobCallback = Callable[[PlannedJob, AgentResult], Any]
+
+
+def open_emitter(config: RemoraConfig, state_path: Path, *extra: Emitter) -> Emitter:
+    """The JSONL event stream the config asks for (``events.*``), plus ``extra`` emitters."""
+    emitters = list(extra)
+    if config.events.enabled:
+        emitters.append(JsonlEmitter(config.events.path or state_path / "events.jsonl"))
+    if not emitters:
+        return NullEmitter()
+    return emitters[0] if len(emitters) == 1 else FanoutEmitter(*emitters)
+
+
+def job_key(job: PlannedJob, run_id: str) -> JobKey:
+    return JobKey(job.operation, job.node.node_id, run_id, job.attempt)
+
+
+async def run_jobs(
+    jobs: Sequence[PlannedJob],
+    *,
+    model: ModelClient,
+    config: RemoraConfig,
+    manager: WorkspaceManager,
+    targets: Sequence[str] = (),
+    operations: Sequence[str] = (),
+    emitter: Emitter | None = None,
+    cancel: asyncio.Event | None = None,
+    run_id: str | None = None,
+    concurrency: int | None = None,
+    on_start: Callable[[PlannedJob], Any] | None = None,
+    on_done: JobCallback | None = None,
+) -> RunResult:
+    """Run ``jobs`` (``concurrency`` at a time, default ``runner.concurrency``) as one run."""
+    emitter = emitter or NullEmitter()
+    cancel = cancel or asyncio.Event()
+    store = RunStore(manager)
+    run_id = run_id or new_run_id()
+    keys = [job_key(job, run_id) for job in jobs]
+    manifest = store.start(
+        list(targets), list(operations or dict.fromkeys(job.operation for job in jobs)), run_id
+    )
+    manifest.jobs = [JobRecord.queued(key, job.node) for key, job in zip(keys, jobs, strict=True)]
+    store.write(manifest)
+    emitter.emit(
+        RunStarted(run_id=run_id, targets=manifest.targets, operations=manifest.operations)
+    )
+    result = RunResult(manifest)
+    gate = asyncio.Semaphore(concurrency or config.runner.concurrency)
+    transcripts = manager.state_path / "transcripts" / run_id if config.events.transcript else None
+
+    with ToolRuntime(config.tools, emitter) as runtime:
+
+        async def one(job: PlannedJob, key: JobKey) -> None:
+            async with gate:
+                if cancel.is_set():
+                    outcome = _not_started(key)
+                else:
+                    if on_start is not None:
+                        on_start(job)
+                    outcome = await _run_one(
+                        job, key, model, runtime, manager, config, emitter, cancel, transcripts
+                    )
+            record = JobRecord.from_result(outcome, job.node, key)
+            store.record_job(run_id, record)
+            result.results.append((job, outcome))
+            if on_done is not None:
+                on_done(job, outcome)
+
+        await asyncio.gather(*(one(job, key) for job, key in zip(jobs, keys, strict=True)))
+
+    status: RunStatus = "interrupted" if cancel.is_set() else "completed"
+    result.manifest = store.finish(run_id, status)
+    emitter.emit(RunFinished(run_id=run_id, status=status, jobs=len(jobs)))
+    return result
+
+
+def _not_started(key: JobKey) -> AgentResult:
+    return AgentResult(
+        status="interrupted",
+        operation=key.operation,
+        node_id=key.node_id,
+        error="RUN_004: the run was cancelled before this job started",
+    )
+
+
+async def _run_one(
+    job: PlannedJob,
+    key: JobKey,
+    model: ModelClient,
+    runtime: ToolRuntime,
+    manager: WorkspaceManager,
+    config: RemoraConfig,
+    emitter: Emitter,
+    cancel: asyncio.Event,
+    transcripts: Path | None,
+) -> AgentResult:
+    """One job in its own workspace; every failure becomes a failed result, never a crash."""
+    node = job.node
+    started = time.monotonic()
+    emitter.emit(
+        JobStarted(
+            run_id=key.run_id,
+            job_id=key.job_id,
+            operation=key.operation,
+            node_id=node.node_id,
+            qualname=node.qualname,
+            file_path=node.file_path,
+        )
+    )
+    task = Job(
+        agent=job.agent,
+        node=node,
+        key=key,
+        options=job.options,
+        system_prompt=job.system_prompt,
+    )
+    workspace_id = key.workspace_id
+    try:
+        with manager.create(
+            key.operation,
+            node.node_id,
+            key.run_id,
+            file_path=node.file_path,
+            workspace_id=workspace_id,
+        ) as store:
+            outcome = await _precheck(task, store, runtime, config, workspace_id)
+            if outcome is None:
+                outcome = await run_job(
+                    task,
+                    model=model,
+                    runtime=runtime,
+                    store=store,
+                    config=config,
+                    emitter=emitter,
+                    cancel=cancel,
+                    transcript_path=transcripts / key.transcript_name if transcripts else None,
+                    workspace_id=workspace_id,
+                )
+            keep = outcome.status == "success" and bool(store.changed_paths())
+    except RemoraError as exc:
+        outcome, keep = _failed(key, workspace_id, exc.render()), False
+    except Exception as exc:  # a bug must cost one job, not the run
+        outcome, keep = _failed(key, workspace_id, f"{type(exc).__name__}: {exc}"), False
+    if not keep:
+        with contextlib.suppress(RemoraError):
+            manager.remove(workspace_id)
+        outcome = outcome.model_copy(update={"workspace_id": None, "changed_files": []})
+    emitter.emit(
+        JobFinished(
+            run_id=key.run_id,
+            job_id=key.job_id,
+            operation=key.operation,
+            node_id=node.node_id,
+            status=outcome.status,
+            summary=outcome.summary,
+            error=outcome.error,
+            changed_files=outcome.changed_files,
+            wall_time_s=round(time.monotonic() - started, 3),
+        )
+    )
+    return outcome
+
+
+def _failed(key: JobKey, workspace_id: str, error: str) -> AgentResult:
+    return AgentResult(
+        status="failed",
+        operation=key.operation,
+        node_id=key.node_id,
+        workspace_id=workspace_id,
+        error=error,
+    )
+
+
+async def _precheck(
+    job: Job, store: FileStore, runtime: ToolRuntime, config: RemoraConfig, workspace_id: str
+) -> AgentResult | None:
+    """A ``skipped`` result when the agent's precheck finds nothing to do, else None.
+
+    The precheck's result is ``{"skip": bool, "reason": str}``; a precheck that errors does
+    not skip (the agent runs and finds out for itself).
+    """
+    if job.agent.precheck is None:
+        return None
+    context = CapabilityContext(
+        store=store, config=config.tools, system=job.system_inputs(workspace_id).as_dict()
+    )
+    script = ScriptTool(name=f"{job.agent.name}.precheck", pym=job.agent.precheck)
+    checked = await runtime.run(script, {}, context)
+    verdict = checked.result if isinstance(checked.result, dict) else {}
+    if checked.outcome == "error" or not verdict.get("skip"):
+        return None
+    return AgentResult(
+        status="skipped",
+        operation=job.key.operation,
+        node_id=job.key.node_id,
+        summary=str(verdict.get("reason") or checked.summary or "nothing to do"),
+    )
+
+
+@contextlib.contextmanager
+def interrupt_on_sigint(cancel: asyncio.Event) -> Iterator[None]:
+    """While running: the first Ctrl-C sets ``cancel`` (jobs stop between steps, the run is
+    recorded ``interrupted``); a second one raises KeyboardInterrupt at once."""
+    loop = asyncio.get_running_loop()
+
+    def first() -> None:
+        cancel.set()
+        loop.remove_signal_handler(signal.SIGINT)
+        loop.add_signal_handler(signal.SIGINT, second)
+
+    def second() -> None:
+        loop.remove_signal_handler(signal.SIGINT)  # back to Python's KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, first)
+    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
