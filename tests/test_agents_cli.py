@@ -50,7 +50,7 @@ def test_list_agents_table_shows_user_agents_and_problems(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     agents = user_agents(tmp_path, broken=True)
-    result = run_cli(["list-agents", "--set", f"agents.dirs=[{agents}]"], capsys)
+    result = run_cli(["--set", f"agents.dirs=[{agents}]", "list-agents"], capsys)
     assert result.code == 0, result.err
     assert "harness" in result.out
     assert "echo (read)" in result.out
@@ -65,7 +65,7 @@ def test_list_agents_marks_shadowed_bundled_agent(
     folder = tmp_path / "agents" / "harness"
     shutil.copytree(BUNDLED_AGENTS_DIR / "harness", folder)
     result = run_cli(
-        ["list-agents", "-f", "json", "--set", f"agents.dirs=[{tmp_path / 'agents'}]"], capsys
+        ["--set", f"agents.dirs=[{tmp_path / 'agents'}]", "list-agents", "-f", "json"], capsys
     )
     rows = json.loads(result.out)
     assert [(row["name"], row["source"], row["shadowed_by"]) for row in rows] == [

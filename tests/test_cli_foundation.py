@@ -72,7 +72,7 @@ def test_config_yaml_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_config_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "remora.yaml").write_text("runner:\n  max_turns: 4\n")
     result = run_cli(
-        ["config", str(tmp_path), "--sources", "-f", "json", "--set", "watch.debounce_ms=5"],
+        ["--set", "watch.debounce_ms=5", "config", str(tmp_path), "--sources", "-f", "json"],
         capsys,
     )
     sources = json.loads(result.out)
@@ -94,7 +94,7 @@ def test_bad_config_exits_2_without_traceback(
 
 
 def test_bad_set_flag(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    result = run_cli(["config", str(tmp_path), "--set", "runner.max_turns"], capsys)
+    result = run_cli(["--set", "runner.max_turns", "config", str(tmp_path)], capsys)
     assert result.code == 2
     assert result.err.startswith("CONFIG_004: ")
 

@@ -173,12 +173,12 @@ def test_doctor_reports_the_level_in_a_real_process(tmp_path: Path) -> None:
     done = subprocess.run(
         [
             str(remora),
+            "--set",
+            "tools.isolation=landlock",
             "doctor",
             str(tmp_path),
             "--format",
             "json",
-            "--set",
-            "tools.isolation=landlock",
         ],
         capture_output=True,
         text=True,

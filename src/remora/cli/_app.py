@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -39,34 +40,40 @@ class ConfigFormat(StrEnum):
     json = "json"
 
 
+class Backend(StrEnum):
+    llama_cpp = "llama_cpp"
+    openai = "openai"
+
+
+class ToolChoice(StrEnum):
+    required = "required"
+    auto = "auto"
+
+
 FormatOption = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
 ]
-ConfigFileOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--config",
-        "-c",
-        help="Config file to use instead of searching for remora.yaml / pyproject.toml upward.",
-        dir_okay=False,
-    ),
-]
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        "-s",
-        help="Override one config value, e.g. --set runner.max_turns=4 (repeatable).",
-        metavar="KEY=VALUE",
-    ),
-]
 
 
-def load(
-    target: Path | None, config_file: Path | None, assignments: list[str] | None
-) -> LoadedConfig:
+@dataclass
+class GlobalOptions:
+    """The options every command shares, given once before the command name."""
+
+    config_file: Path | None = None
+    assignments: list[str] = field(default_factory=list)
+    verbosity: int = 0  # -1 quiet, 0 normal, 1 verbose (every tool call)
+
+
+OPTIONS = GlobalOptions()
+
+
+def load(target: Path | None, overrides: list[str] | None = None) -> LoadedConfig:
+    """The config for ``target`` with the global --config/--set and a command's own flags
+    (``overrides``, which win over --set)."""
     return load_config(
-        target, config_file=config_file, overrides=parse_assignments(assignments or [])
+        target,
+        config_file=OPTIONS.config_file,
+        overrides=parse_assignments([*OPTIONS.assignments, *(overrides or [])]),
     )
 
 
@@ -81,5 +88,38 @@ def _root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
     ] = False,
+    config_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="Config file to use instead of searching for remora.yaml / pyproject.toml "
+            "upward from the target.",
+            dir_okay=False,
+        ),
+    ] = None,
+    assignments: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            "-s",
+            help="Override one config value, e.g. --set runner.max_turns=4 (repeatable); "
+            "every key is in docs/configuration.md.",
+            metavar="KEY=VALUE",
+        ),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Only results and errors; no progress.")
+    ] = False,
+    verbose: Annotated[
+        int, typer.Option("--verbose", "-v", count=True, help="Show every tool call as it runs.")
+    ] = 0,
 ) -> None:
-    """Remora: verified, reviewable code improvements from small local models."""
+    """Remora: verified, reviewable code improvements from small local models.
+
+    Options before the command apply to every command, e.g.
+    remora --set runner.concurrency=4 -v analyze src/
+    """
+    OPTIONS.config_file = config_file
+    OPTIONS.assignments = list(assignments or [])
+    OPTIONS.verbosity = -1 if quiet else verbose

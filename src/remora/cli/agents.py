@@ -11,10 +11,8 @@ import typer
 from rich.table import Table
 
 from remora.cli._app import (
-    ConfigFileOption,
     FormatOption,
     OutputFormat,
-    SetOption,
     app,
     console,
     load,
@@ -31,8 +29,6 @@ if TYPE_CHECKING:
 @app.command("list-agents")
 def list_agents_command(
     output: FormatOption = OutputFormat.table,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """List the agents Remora can run: node types, tools and their effects, adapter, status.
 
@@ -44,7 +40,7 @@ def list_agents_command(
     """
     from remora.definitions import agent_sources, check_agents
 
-    config = load(None, config_file, assignments).config
+    config = load(None).config
     checks = check_agents(agent_sources(config.agents.dirs))
     rows = [_describe(check, checks[i + 1 :], config) for i, check in enumerate(checks)]
     if output is OutputFormat.json:
@@ -114,8 +110,6 @@ def validate_agents_command(
             help="An agent folder or a folder of agent folders (default: bundled + agents.dirs)."
         ),
     ] = None,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Check agent definitions and every .pym tool they use; exit 1 on any problem.
 
@@ -131,7 +125,7 @@ def validate_agents_command(
     if directory is not None:
         sources = [(str(directory), directory)]
     else:
-        sources = agent_sources(load(None, config_file, assignments).config.agents.dirs)
+        sources = agent_sources(load(None).config.agents.dirs)
     checks = check_agents(sources)
     failed = [check for check in checks if not check.ok]
     for check in checks:

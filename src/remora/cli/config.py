@@ -11,7 +11,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from remora.cli._app import ConfigFileOption, ConfigFormat, SetOption, app, console, load
+from remora.cli._app import ConfigFormat, app, console, load
 from remora.config import flatten_keys
 
 
@@ -24,8 +24,6 @@ def config_command(
     sources: Annotated[
         bool, typer.Option("--sources", help="Show where each value came from.")
     ] = False,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Print the effective configuration.
 
@@ -35,7 +33,7 @@ def config_command(
 
     Example: REMORA_RUNNER__MAX_TURNS=4 remora config --sources
     """
-    loaded = load(target, config_file, assignments)
+    loaded = load(target)
     data: Any = loaded.config.model_dump(mode="json")
     if sources:
         if output is ConfigFormat.json:

@@ -11,10 +11,8 @@ import typer
 from rich.table import Table
 
 from remora.cli._app import (
-    ConfigFileOption,
     FormatOption,
     OutputFormat,
-    SetOption,
     app,
     console,
     err_console,
@@ -30,8 +28,6 @@ def discover_command(
         typer.Argument(help="Python files or directories (default: the current directory)."),
     ] = None,
     output: FormatOption = OutputFormat.table,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """List the files, classes, functions and methods Remora would work on.
 
@@ -42,7 +38,7 @@ def discover_command(
     Example: remora discover src/ --format json
     """
     targets = paths or [Path.cwd()]
-    loaded = load(targets[0], config_file, assignments)
+    loaded = load(targets[0])
     with err_console.status("discovering nodes...", spinner="dots"):
         result = discover(targets, loaded.config.discovery, root=find_project_root(targets[0]))
     if output is OutputFormat.json:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from remora.cli._app import ConfigFileOption, FormatOption, OutputFormat, SetOption, app, console
+from remora.cli._app import FormatOption, OutputFormat, app, console
 from remora.cli._app import load as load_config
 
 
@@ -28,8 +28,6 @@ def doctor_command(
         Path | None, typer.Argument(help="Project whose configuration to check (default: .).")
     ] = None,
     output: FormatOption = OutputFormat.table,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Check how project code would be isolated here, and the tools Remora runs.
 
@@ -42,7 +40,7 @@ def doctor_command(
     """
     from remora.tools.isolation import isolation_status
 
-    config = load_config(target, config_file, assignments).config
+    config = load_config(target).config
     status = isolation_status(config.tools.isolation)
     report: dict[str, Any] = {
         "isolation": {

@@ -13,10 +13,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from remora.cli._app import (
-    ConfigFileOption,
+    Backend,
     FormatOption,
     OutputFormat,
-    SetOption,
+    ToolChoice,
     app,
     console,
     err_console,
@@ -47,7 +47,6 @@ def harness_command(
         list[str] | None,
         typer.Option(
             "--variant",
-            "-v",
             help="System-prompt variant to compare (repeatable): default, terse, stepwise...",
         ),
     ] = None,
@@ -58,16 +57,16 @@ def harness_command(
         int, typer.Option("--concurrency", "-j", min=1, help="Episodes in flight at once.")
     ] = 1,
     backend: Annotated[
-        str | None, typer.Option(help="llama_cpp (embedded model) or openai (a server).")
+        Backend | None, typer.Option(help="llama_cpp: the embedded model; openai: a server.")
     ] = None,
     agent_name: Annotated[str, typer.Option("--agent", help="Agent to drive.")] = "harness",
     temperature: Annotated[
         float | None, typer.Option(help="Sampling temperature (default 0).")
     ] = None,
-    tool_choice: Annotated[str | None, typer.Option(help="required (default) or auto.")] = None,
+    tool_choice: Annotated[
+        ToolChoice | None, typer.Option(help="required (default): every turn must call a tool.")
+    ] = None,
     output: FormatOption = OutputFormat.table,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Measure how reliably the model drives an agent's tools.
 
@@ -79,22 +78,22 @@ def harness_command(
     Examples:
 
         remora harness                      # embedded model, bundled example
-        remora harness -v default -v stepwise -n 8 --format json
-        remora harness --backend openai --set model.base_url=http://127.0.0.1:8000/v1
+        remora harness --variant default --variant stepwise -n 8 --format json
+        remora --set model.base_url=http://127.0.0.1:8000/v1 harness --backend openai
     """
     from remora.definitions import load_agents
     from remora.harness import DEFAULT_VARIANT, run_harness
     from remora.model import create_client
 
     targets = paths or ([EXAMPLE] if EXAMPLE.is_dir() else [Path.cwd()])
-    overrides = list(assignments or [])
+    overrides: list[str] = []
     if backend is not None:
-        overrides.append(f"model.backend={backend}")
+        overrides.append(f"model.backend={backend.value}")
     if temperature is not None:
         overrides.append(f"runner.temperature={temperature}")
     if tool_choice is not None:
-        overrides.append(f"runner.tool_choice={tool_choice}")
-    config = load(targets[0], config_file, overrides).config
+        overrides.append(f"runner.tool_choice={tool_choice.value}")
+    config = load(targets[0], overrides).config
     agents = load_agents(config.agents.dirs)
     if agent_name not in agents:
         raise RunnerError(

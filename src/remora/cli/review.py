@@ -19,10 +19,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from remora.cli._app import (
-    ConfigFileOption,
     FormatOption,
     OutputFormat,
-    SetOption,
     app,
     console,
     err_console,
@@ -59,12 +57,10 @@ _CHOICES = ["a", "r", "s", "t", "A", "q"]
 _DECISIONS = {"a": "accepted", "r": "rejected", "s": "skipped", "t": "retry requested"}
 
 
-def _service(
-    project: Path | None, config_file: Path | None, assignments: list[str] | None
-) -> ReviewService:
+def _service(project: Path | None) -> ReviewService:
     """The project's review service, after recovering anything a crash interrupted."""
     root = find_project_root(project or Path.cwd())
-    loaded = load(root, config_file, assignments)
+    loaded = load(root)
     service = ReviewService(WorkspaceManager.from_config(root, loaded.config.workspace))
     _report_recovery(service.recover())
     return service
@@ -131,8 +127,6 @@ def _reject_message(service: ReviewService, workspace_id: str) -> str:
 def runs_command(
     project: ProjectOption = None,
     output: FormatOption = OutputFormat.table,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """List recorded runs, newest first, with how many changes await review.
 
@@ -141,7 +135,7 @@ def runs_command(
 
     Example: remora runs --format json
     """
-    service = _service(project, config_file, assignments)
+    service = _service(project)
     summaries = [
         service.reconcile(summary.run_id).summary() if summary.pending else summary
         for summary in service.store.list()
@@ -214,8 +208,6 @@ def review_command(
     ] = None,
     operation: OperationOption = None,
     project: ProjectOption = None,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Review a run interactively: each change's diff, then accept, reject, skip or retry.
 
@@ -228,7 +220,7 @@ def review_command(
 
     Example: remora review --operation docstring
     """
-    service = _service(project, config_file, assignments)
+    service = _service(project)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise WorkspaceError(
             "WS_008",
@@ -283,8 +275,6 @@ def accept_command(
     select_all: AllOption = False,
     operation: OperationOption = None,
     project: ProjectOption = None,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Apply workspaces to the project, without prompting.
 
@@ -297,7 +287,7 @@ def accept_command(
         remora accept lint-3f2a9c0d1e2b4a5c-ab12cd
         remora accept --all --run 20250101-120000-ab12cd --operation lint
     """
-    service = _service(project, config_file, assignments)
+    service = _service(project)
     ids = _selected(service, workspace_ids, run_id, select_all, operation)
     _each(ids, "accepted", lambda wid: _accept_message(service, wid))
 
@@ -309,8 +299,6 @@ def reject_command(
     select_all: AllOption = False,
     operation: OperationOption = None,
     project: ProjectOption = None,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Discard workspaces; the project is not touched.
 
@@ -319,7 +307,7 @@ def reject_command(
         remora reject docstring-3f2a9c0d1e2b4a5c-ab12cd
         remora reject --all --operation sample_data
     """
-    service = _service(project, config_file, assignments)
+    service = _service(project)
     ids = _selected(service, workspace_ids, run_id, select_all, operation)
     _each(ids, "rejected", lambda wid: _reject_message(service, wid))
 
@@ -328,8 +316,6 @@ def reject_command(
 def undo_command(
     workspace_id: Annotated[str, typer.Argument(help="An accepted workspace id.")],
     project: ProjectOption = None,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Put back what accepting a workspace overwrote; the change returns to review.
 
@@ -338,7 +324,7 @@ def undo_command(
 
     Example: remora undo lint-3f2a9c0d1e2b4a5c-ab12cd
     """
-    service = _service(project, config_file, assignments)
+    service = _service(project)
     report = service.undo(workspace_id)
     paths = ", ".join(item.path for item in report.restored) or "no files"
     console.print(f"[green]undone[/] {escape(workspace_id)}: restored {escape(paths)}")
@@ -349,8 +335,6 @@ def diff_command(
     workspace_id: Annotated[str, typer.Argument(help="Workspace id.")],
     context: Annotated[int, typer.Option("--context", "-U", min=0, help="Context lines.")] = 3,
     project: ProjectOption = None,
-    config_file: ConfigFileOption = None,
-    assignments: SetOption = None,
 ) -> None:
     """Show a workspace's changes as a unified diff against the files it started from.
 
@@ -358,7 +342,7 @@ def diff_command(
 
     Example: remora diff docstring-3f2a9c0d1e2b4a5c-ab12cd > docstring.patch
     """
-    service = _service(project, config_file, assignments)
+    service = _service(project)
     text = "".join(service.diff(workspace_id, context).values())
     if console.is_terminal:
         console.print(Syntax(text or "(no changes)\n", "diff", background_color="default"))
