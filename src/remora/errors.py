@@ -106,12 +106,21 @@ class ModelError(RemoraError):
 
 
 class RunnerError(RemoraError):
-    """The agent loop cannot start or continue.
+    """The agent loop or a run cannot start or continue.
 
     RUN_001 bad tools or settings; RUN_002 no valid submit within the turn limit; RUN_003
     too many unusable replies in a row; RUN_004 cancelled; RUN_005 job timeout; RUN_010
     bad harness variants file; RUN_011 unknown harness variant; RUN_012 no nodes the agent
-    applies to; RUN_013 bad harness request/concurrency counts; RUN_014 unknown harness agent.
+    applies to; RUN_013 bad harness request/concurrency counts; RUN_014 unknown harness agent;
+    RUN_020 an operation cannot run (unknown, or no agent); RUN_021 nothing to run; RUN_022
+    every job of a run failed. The usage errors (RUN_010-014, RUN_020, RUN_021) exit 2.
     """
 
     prefix = "RUN"
+    usage_codes = frozenset(
+        {"RUN_010", "RUN_011", "RUN_012", "RUN_013", "RUN_014", "RUN_020", "RUN_021"}
+    )
+
+    def __init__(self, code: str, message: str, hint: str | None = None) -> None:
+        super().__init__(code, message, hint)
+        self.exit_code = 2 if code in self.usage_codes else 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from remora.cli import agents as _agents  # noqa: F401
+from remora.cli import analyze as _analyze  # noqa: F401
 from remora.cli import config as _config  # noqa: F401  (registers commands)
 from remora.cli import discovery as _discovery  # noqa: F401
 from remora.cli import doctor as _doctor  # noqa: F401

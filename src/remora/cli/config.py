@@ -40,8 +40,8 @@ def config_command(
             sys.stdout.write(json.dumps(loaded.sources, indent=2) + "\n")
             return
         table = Table(title=f"config file: {loaded.file or 'none found'}")
-        table.add_column("key", style="bold")
-        table.add_column("value")
+        table.add_column("key", style="bold", overflow="fold")
+        table.add_column("value", overflow="fold")
         table.add_column("source", style="cyan")
         flat = flatten_keys(data)
         for key, origin in loaded.sources.items():

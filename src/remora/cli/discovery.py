@@ -50,9 +50,9 @@ def discover_command(
 def _render_discovery(result: DiscoveryResult) -> None:
     table = Table(title=f"{len(result.nodes)} nodes in {result.files} files under {result.root}")
     table.add_column("type", style="cyan")
-    table.add_column("qualname", style="bold")
-    table.add_column("location")
-    table.add_column("node id", style="dim")
+    table.add_column("qualname", style="bold", overflow="fold")
+    table.add_column("location", overflow="fold")
+    table.add_column("node id", style="dim", no_wrap=True)
     for node in result.nodes:
         table.add_row(
             node.node_type,

@@ -1,0 +1,165 @@
+"""How a run looks while it runs and after: progress, per-job lines, tool calls, results table.
+
+On a terminal: one overall bar plus one per operation with live done / failed / skipped
+counts, elapsed time and ETA. Without one (CI, a pipe): one line per finished job on
+stderr, so a long first run is never silent. ``-v`` adds every tool call as it happens;
+``-q`` shows only the results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from remora.cli._app import OPTIONS, console, err_console
+from remora.events import Event, ToolCallEvent
+from remora.orchestration import PlannedJob, RunResult
+from remora.runner import AgentResult
+
+_STATUS_STYLE = {"success": "green", "failed": "red", "skipped": "dim", "interrupted": "yellow"}
+
+
+class ToolCallPrinter:
+    """An emitter for ``-v``: each tool call on stderr as it happens."""
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, ToolCallEvent):
+            arguments = json.dumps(event.arguments, ensure_ascii=False)
+            if len(arguments) > 120:
+                arguments = arguments[:117] + "..."
+            err_console.print(
+                f"  [dim]{escape(event.job_id or '')}[/] turn {event.turn}: "
+                f"[bold]{escape(event.tool)}[/]({escape(arguments)})",
+                highlight=False,
+            )
+
+    def close(self) -> None:
+        return None
+
+
+class RunDisplay:
+    """Progress for one run; ``started``/``finished`` are the scheduler's callbacks."""
+
+    def __init__(self, jobs: Sequence[PlannedJob], progress: Progress | None) -> None:
+        self.progress = progress
+        self.counts: dict[str, Counter[str]] = {}
+        self.totals: dict[str, int] = Counter(job.operation for job in jobs)
+        self.tasks: dict[str, TaskID] = {}
+        self.overall: TaskID | None = None
+        if progress is not None:
+            self.overall = progress.add_task("all", total=len(jobs), counts="")
+            for operation, total in self.totals.items():
+                self.tasks[operation] = progress.add_task(operation, total=total, counts="")
+
+    def started(self, job: PlannedJob) -> None:
+        return None
+
+    def finished(self, job: PlannedJob, result: AgentResult) -> None:
+        counts = self.counts.setdefault(job.operation, Counter())
+        counts[result.status] += 1
+        if self.progress is not None and self.overall is not None:
+            self.progress.update(self.tasks[job.operation], advance=1, counts=_counts(counts))
+            overall: Counter[str] = sum(self.counts.values(), Counter())
+            self.progress.update(self.overall, advance=1, counts=_counts(overall))
+        elif OPTIONS.verbosity >= 0:
+            done = sum(sum(c.values()) for c in self.counts.values())
+            total = sum(self.totals.values())
+            detail = result.error if result.status == "failed" else result.summary
+            err_console.print(
+                f"[{done}/{total}] {job.operation} {escape(job.node.qualname)} "
+                f"({escape(job.node.file_path)}:{job.node.start_line}): "
+                f"[{_STATUS_STYLE.get(result.status, '')}]{result.status}[/]"
+                + (f" - {escape(_one_line(detail))}" if detail else ""),
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def _counts(counts: Counter[str]) -> str:
+    parts = [f"{counts[name]} {name}" for name in ("success", "failed", "skipped") if counts[name]]
+    if counts["interrupted"]:
+        parts.append(f"{counts['interrupted']} interrupted")
+    return ", ".join(parts)
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+@contextmanager
+def run_display(jobs: Sequence[PlannedJob]) -> Iterator[RunDisplay]:
+    """Live bars on a terminal, per-job lines otherwise, nothing with ``-q``."""
+    if OPTIONS.verbosity < 0 or not err_console.is_terminal:
+        yield RunDisplay(jobs, None)
+        return
+    with Progress(
+        TextColumn("[bold]{task.description:>12}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[counts]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=False,
+    ) as progress:
+        yield RunDisplay(jobs, progress)
+
+
+def results_table(result: RunResult) -> Table:
+    """Node, operation, status, summary, turns and changed files per job; locations fold."""
+    table = Table(title=f"run {result.run_id}", title_justify="left", expand=False)
+    table.add_column("node", overflow="fold", ratio=3)
+    table.add_column("operation", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("summary", overflow="fold", ratio=4)
+    table.add_column("turns", justify="right", no_wrap=True)
+    table.add_column("changed", overflow="fold", ratio=2)
+    for job, outcome in sorted(
+        result.results, key=lambda item: (item[0].node.file_path, item[0].node.start_line)
+    ):
+        style = _STATUS_STYLE.get(outcome.status, "")
+        summary = outcome.error if outcome.status == "failed" else outcome.summary
+        table.add_row(
+            escape(f"{job.node.qualname} ({job.node.file_path}:{job.node.start_line})"),
+            job.operation,
+            f"[{style}]{outcome.status}[/]",
+            escape(_one_line(summary or "", 300)),
+            str(outcome.telemetry.turns),
+            escape(", ".join(outcome.changed_files)),
+        )
+    return table
+
+
+def footer(result: RunResult, extra: Sequence[str] = ()) -> str:
+    """Totals, the run id and the exact command that reviews it."""
+    manifest = result.manifest
+    summary = manifest.summary()
+    parts = [
+        f"{summary.jobs} job(s): {summary.succeeded} succeeded, {summary.failed} failed, "
+        f"{result.count('skipped')} skipped, {result.count('interrupted')} interrupted",
+        f"{summary.pending} change(s) await review",
+    ]
+    lines = ["; ".join(parts), *extra]
+    if summary.pending:
+        lines.append(f"review with: remora review {manifest.run_id}")
+    return "\n".join(lines)
+
+
+def print_json(data: Any) -> None:
+    console.print_json(json.dumps(data))

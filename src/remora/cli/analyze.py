@@ -1,0 +1,220 @@
+"""``remora analyze``: discover, plan, run every (operation x node) job, show and record results."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from remora.cli._app import OPTIONS, Backend, FormatOption, OutputFormat, app, console, err_console
+from remora.cli._app import load as load_config
+from remora.errors import RunnerError
+
+if TYPE_CHECKING:
+    from remora.config import RemoraConfig
+    from remora.discovery import DiscoveryResult
+    from remora.orchestration import Plan, RunResult
+    from remora.workspace import WorkspaceManager
+
+OPERATIONS_HELP = (
+    "Operations to run, comma-separated or repeated: lint, docstring, test, sample_data "
+    "(or any operation in your config). Default: every enabled operation."
+)
+EXIT_INTERRUPTED = 130
+
+
+def split_ops(values: list[str] | None) -> list[str] | None:
+    """``--ops lint,docstring --ops test`` as one list, or None when not given."""
+    if not values:
+        return None
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+@app.command("analyze")
+def analyze_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Python files or directories (default: the current directory)."),
+    ] = None,
+    ops: Annotated[list[str] | None, typer.Option("--ops", "-o", help=OPERATIONS_HELP)] = None,
+    output: FormatOption = OutputFormat.table,
+    diff: Annotated[
+        bool, typer.Option("--diff", help="Print each proposed change as a unified diff.")
+    ] = False,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Exit 1 if any change was proposed (like ruff --check)."),
+    ] = False,
+    auto_accept: Annotated[
+        bool, typer.Option("--auto-accept", help="Apply every proposed change right away.")
+    ] = False,
+    interactive: Annotated[
+        bool, typer.Option("--interactive", "-i", help="Go straight into 'remora review'.")
+    ] = False,
+    backend: Annotated[
+        Backend | None, typer.Option(help="llama_cpp: the embedded model; openai: a server.")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option("--concurrency", "-j", min=1, help="Jobs in flight at once.")
+    ] = None,
+    max_turns: Annotated[
+        int | None, typer.Option("--max-turns", min=1, help="Turn limit for every agent.")
+    ] = None,
+) -> None:
+    """Run the agents on every node of PATHS and record the proposed changes for review.
+
+    Each (operation x node) job runs in its own copy-on-write workspace: nothing reaches
+    your files until you accept it ('remora review', or --auto-accept). The first run on
+    the embedded model assembles it into the user cache (a few seconds) and then takes
+    seconds to a minute per job on a laptop CPU; scope it with --ops and a path.
+
+    Exit codes: 0 every job succeeded or was skipped; 1 some job failed, or --check found
+    changes; 2 usage error or nothing could run; 130 interrupted (Ctrl-C: jobs stop between
+    steps, finished jobs stay reviewable).
+
+    Examples:
+
+        remora analyze src/pkg/module.py --ops docstring
+        remora analyze . --ops lint --check --diff
+        remora -v analyze src/ -j 4 --auto-accept
+    """
+    from remora.definitions import load_agents
+    from remora.discovery import discover, find_project_root
+    from remora.orchestration import plan_jobs
+    from remora.workspace import WorkspaceManager
+
+    targets = paths or [Path.cwd()]
+    overrides: list[str] = []
+    if backend is not None:
+        overrides.append(f"model.backend={backend.value}")
+    if concurrency is not None:
+        overrides.append(f"runner.concurrency={concurrency}")
+    if max_turns is not None:
+        overrides.append(f"runner.max_turns={max_turns}")
+    config = load_config(targets[0], overrides).config
+    root = find_project_root(targets[0])
+    with err_console.status("discovering nodes...", spinner="dots"):
+        discovered = discover(targets, config.discovery, root=root)
+    agents = load_agents(config.agents.dirs)
+    plan = plan_jobs(config, agents, discovered.nodes, split_ops(ops))
+    for problem in plan.problems:
+        err_console.print(
+            f"RUN_020: {escape(problem.message)} ({escape(problem.hint)})",
+            style="red",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if not plan.jobs:
+        why = "no operation could run" if plan.problems else "no node matches the operations"
+        raise RunnerError(
+            "RUN_021",
+            f"nothing to run on {', '.join(map(str, targets))}: {why}",
+            "check --ops and the paths; 'remora discover PATHS' lists the nodes",
+        )
+    manager = WorkspaceManager.from_config(root, config.workspace)
+    result = _run(config, plan, discovered, manager, [str(path) for path in targets])
+    _report(config, result, output, diff, manager)
+    if auto_accept:
+        _accept_all(manager, result)
+    if interactive and result.manifest.summary().pending:
+        from remora.cli.review import review_command
+
+        review_command(run_id=result.run_id, operation=None, project=root)
+    if result.manifest.status == "interrupted":
+        raise typer.Exit(EXIT_INTERRUPTED)
+    failed = result.count("failed") > 0 or bool(plan.problems)
+    if failed or (check and result.changed):
+        raise typer.Exit(1)
+
+
+def _run(
+    config: RemoraConfig,
+    plan: Plan,
+    discovered: DiscoveryResult,
+    manager: WorkspaceManager,
+    targets: list[str],
+) -> RunResult:
+    from remora.cli._run_display import ToolCallPrinter, run_display
+    from remora.events import DiscoveryProblemEvent
+    from remora.model import create_client
+    from remora.orchestration import interrupt_on_sigint, new_run_id, open_emitter, run_jobs
+
+    verbose = (ToolCallPrinter(),) if OPTIONS.verbosity > 0 else ()
+    emitter = open_emitter(config, manager.state_path, *verbose)
+    run_id = new_run_id()
+    for problem in discovered.problems:
+        emitter.emit(
+            DiscoveryProblemEvent(
+                run_id=run_id, path=problem.path, code=problem.code, message=problem.message
+            )
+        )
+    model = create_client(config.model)
+
+    async def main() -> RunResult:
+        cancel = asyncio.Event()
+        try:
+            with run_display(plan.jobs) as display, interrupt_on_sigint(cancel):
+                return await run_jobs(
+                    plan.jobs,
+                    model=model,
+                    config=config,
+                    manager=manager,
+                    targets=targets,
+                    operations=plan.operations,
+                    emitter=emitter,
+                    cancel=cancel,
+                    run_id=run_id,
+                    on_start=display.started,
+                    on_done=display.finished,
+                )
+        finally:
+            await model.aclose()
+            emitter.close()
+
+    return asyncio.run(main())
+
+
+def _report(
+    config: RemoraConfig,
+    result: RunResult,
+    output: OutputFormat,
+    diff: bool,
+    manager: WorkspaceManager,
+) -> None:
+    from remora.cli._run_display import footer, results_table
+    from remora.orchestration import ReviewService
+
+    if output is OutputFormat.json:
+        sys.stdout.write(result.manifest.model_dump_json(indent=2) + "\n")
+    else:
+        console.print(results_table(result))
+    if diff:
+        service = ReviewService(manager)
+        for record in result.manifest.jobs:
+            if record.workspace_id and record.changed_files:
+                for text in service.diff(record.workspace_id).values():
+                    sys.stdout.write(text)
+    if output is OutputFormat.table:
+        notes = []
+        if config.tools.isolation == "none":
+            notes.append("isolation: none - project code ran WITHOUT isolation (tools.isolation)")
+        console.print(footer(result, notes), highlight=False)
+
+
+def _accept_all(manager: WorkspaceManager, result: RunResult) -> None:
+    from remora.errors import RemoraError
+    from remora.orchestration import ReviewService
+
+    service = ReviewService(manager)
+    for record in result.manifest.pending_reviews():
+        if record.workspace_id is None:
+            continue
+        try:
+            service.accept(record.workspace_id)
+            err_console.print(f"accepted {escape(record.workspace_id)}", highlight=False)
+        except RemoraError as exc:
+            err_console.print(exc.render(), style="red", markup=False, highlight=False)
