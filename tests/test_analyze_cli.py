@@ -1,0 +1,129 @@
+"""``remora analyze`` as users run it: a real subprocess, the scripted model in place of the LLM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from remora.orchestration import RunStore
+from remora.workspace import WorkspaceManager
+from tests.stores import write_tree
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTED = REPO / "tests" / "support" / "scripted_cli.py"
+AGENTS = REPO / "tests" / "data" / "agents"
+SOURCE = {
+    "pyproject.toml": "[project]\nname = 'proj'\n",
+    "pkg/__init__.py": "",
+    "pkg/mod.py": "def first():\n    return 1\n\n\ndef second():\n    return 2\n",
+    "pkg/other.py": "def skip_this():\n    return 3\n",
+}
+MARKER = ["--set", f"agents.dirs=[{AGENTS}]", "--set", "operations.marker.agent=marker"]
+
+
+def remora(
+    *args: str, cwd: Path, delay: float = 0.0, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REMORA_TEST_MODEL_DELAY": str(delay), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, str(SCRIPTED), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "proj", SOURCE)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in root.rglob("*.py")
+        if ".remora" not in path.parts
+    }
+
+
+def test_check_and_diff_report_proposed_changes(project: Path) -> None:
+    before = snapshot(project)
+    done = remora(*MARKER, "analyze", ".", "--ops", "marker", "--check", "--diff", cwd=project)
+    assert done.returncode == 1, done.stderr
+    assert "+# marked first" in done.stdout and "+# marked second" in done.stdout
+    assert "review with: remora review" in done.stdout
+    assert snapshot(project) == before
+    # without a terminal, one line per finished job on stderr
+    assert "[3/3] marker" in done.stderr and "skip_this" in done.stderr
+    plain = remora(*MARKER, "analyze", "pkg/other.py", "--ops", "marker", cwd=project)
+    assert plain.returncode == 0, plain.stderr  # only a skipped job: nothing to change
+    runs = RunStore(WorkspaceManager(project)).list()
+    assert len(runs) == 2 and all(run.status == "completed" for run in runs)
+
+
+def test_json_output_and_auto_accept(project: Path) -> None:
+    done = remora(
+        *MARKER,
+        "analyze",
+        "pkg/mod.py",
+        "--ops",
+        "marker",
+        "-f",
+        "json",
+        "--auto-accept",
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads(done.stdout)
+    assert [job["qualname"] for job in manifest["jobs"]] == ["first", "second"]
+    text = (project / "pkg/mod.py").read_text()
+    assert text.endswith("return 2\n# marked first\n")
+    # both jobs appended at the same place: the second accept conflicts and changes nothing
+    assert "WS_004" in done.stderr
+
+
+def test_nothing_to_run_is_a_usage_error(project: Path) -> None:
+    done = remora("analyze", ".", "--ops", "lint", cwd=project)
+    assert done.returncode == 2
+    assert "RUN_020" in done.stderr and "RUN_021" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_ctrl_c_records_an_interrupted_run(project: Path) -> None:
+    write_tree(project, {f"pkg/extra{i}.py": f"def f{i}():\n    return {i}\n" for i in range(6)})
+    before = snapshot(project)
+    env = {**os.environ, "REMORA_TEST_MODEL_DELAY": "0.4"}
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPTED), *MARKER, "analyze", ".", "--ops", "marker", "-j", "1"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    runs_dir = project / ".remora" / "runs"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until at least one job has finished
+        manifests = list(runs_dir.glob("*.json")) if runs_dir.is_dir() else []
+        if manifests and '"status": "success"' in manifests[0].read_text():
+            break
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    manifest = RunStore(WorkspaceManager(project)).resolve(None)
+    assert manifest.status == "interrupted"
+    statuses = [job.status for job in manifest.jobs]
+    assert "success" in statuses and "interrupted" in statuses
+    assert manifest.pending_reviews(), "finished jobs stay reviewable"
+    assert snapshot(project) == before
