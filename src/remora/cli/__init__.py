@@ -14,6 +14,7 @@ from remora.cli import discovery as _discovery  # noqa: F401
 from remora.cli import doctor as _doctor  # noqa: F401
 from remora.cli import harness as _harness  # noqa: F401
 from remora.cli import review as _review  # noqa: F401
+from remora.cli import watch as _watch  # noqa: F401
 from remora.cli._app import app, err_console
 from remora.errors import RemoraError
 

@@ -79,15 +79,20 @@ class RunDisplay:
         elif OPTIONS.verbosity >= 0:
             done = sum(sum(c.values()) for c in self.counts.values())
             total = sum(self.totals.values())
-            detail = result.error if result.status == "failed" else result.summary
             err_console.print(
-                f"[{done}/{total}] {job.operation} {escape(job.node.qualname)} "
-                f"({escape(job.node.file_path)}:{job.node.start_line}): "
-                f"[{_STATUS_STYLE.get(result.status, '')}]{result.status}[/]"
-                + (f" - {escape(_one_line(detail))}" if detail else ""),
-                highlight=False,
-                soft_wrap=True,
+                f"[{done}/{total}] {job_line(job, result)}", highlight=False, soft_wrap=True
             )
+
+
+def job_line(job: PlannedJob, result: AgentResult) -> str:
+    """``operation qualname (file:line): status - summary or error``, as Rich markup."""
+    detail = result.error if result.status == "failed" else result.summary
+    return (
+        f"{job.operation} {escape(job.node.qualname)} "
+        f"({escape(job.node.file_path)}:{job.node.start_line}): "
+        f"[{_STATUS_STYLE.get(result.status, '')}]{result.status}[/]"
+        + (f" - {escape(_one_line(detail))}" if detail else "")
+    )
 
 
 def _counts(counts: Counter[str]) -> str:

@@ -1,0 +1,204 @@
+"""``remora watch``: re-run the agents on exactly the nodes whose source changed.
+
+At start every node's ``source_hash`` becomes the baseline (``initial=True`` first runs
+everything once). Each batch of saved files (debounced, ``watch.debounce_ms``) is
+rediscovered; nodes that are new or whose hash differs run through the same scheduler as
+``remora analyze``, and their hashes become the new baseline. What is not a reason to run:
+
+* Remora's own writes: a file whose content is exactly what an accepted workspace wrote
+  (the accept's ``applied_sha256``) moves the baseline without a run, so accepting a
+  change never triggers a new one;
+* Remora's state directory and anything discovery ignores;
+* a file mid-edit with a syntax error: reported, left out until the next save.
+
+The loop ends when ``stop`` is set (Ctrl-C); a run in progress stops between steps and
+is recorded ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from watchfiles import Change, awatch
+
+from remora.config import RemoraConfig
+from remora.definitions import SubagentDefinition
+from remora.discovery import CSTNode, DiscoveryProblem, discover
+from remora.errors import RemoraError
+from remora.events import Emitter
+from remora.model.base import ModelClient
+from remora.orchestration import PlannedJob, RunResult, plan_jobs, run_jobs
+from remora.runner import AgentResult
+from remora.workspace import WorkspaceManager
+
+SYNTAX_ERROR = "DISC_101"
+
+
+@dataclass
+class WatchCallbacks:
+    """How the watcher reports; every callback is optional."""
+
+    on_ready: Callable[[int, int], Any] | None = None  # (nodes, files)
+    on_problem: Callable[[DiscoveryProblem], Any] | None = None
+    on_own_write: Callable[[str], Any] | None = None
+    on_start: Callable[[PlannedJob], Any] | None = None
+    on_done: Callable[[PlannedJob, AgentResult], Any] | None = None
+    on_run: Callable[[RunResult], Any] | None = None
+
+
+@dataclass
+class Watcher:
+    """The baseline of node hashes and the run of whatever changed since."""
+
+    config: RemoraConfig
+    root: Path
+    targets: Sequence[Path]
+    agents: dict[str, SubagentDefinition]
+    model: ModelClient
+    manager: WorkspaceManager
+    ops: Sequence[str] | None = None
+    emitter: Emitter | None = None
+    callbacks: WatchCallbacks = field(default_factory=WatchCallbacks)
+    baseline: dict[str, str] = field(default_factory=dict)
+    runs: list[RunResult] = field(default_factory=list)
+
+    def discover(self, paths: Iterable[Path]) -> tuple[list[CSTNode], set[str]]:
+        """Nodes of ``paths`` and the files (project-relative) left out for syntax errors."""
+        existing = [path for path in paths if path.exists()]
+        if not existing:
+            return [], set()
+        found = discover(existing, self.config.discovery, root=self.root)
+        broken = set()
+        for problem in found.problems:
+            if problem.code == SYNTAX_ERROR:
+                broken.add(problem.path)
+            if self.callbacks.on_problem is not None:
+                self.callbacks.on_problem(problem)
+        return [node for node in found.nodes if node.file_path not in broken], broken
+
+    def start(self) -> list[CSTNode]:
+        nodes, _broken = self.discover(self.targets)
+        self.baseline = {node.node_id: node.source_hash for node in nodes}
+        return nodes
+
+    def changed(self, nodes: Iterable[CSTNode]) -> list[CSTNode]:
+        return [node for node in nodes if self.baseline.get(node.node_id) != node.source_hash]
+
+    async def run(self, nodes: Sequence[CSTNode], stop: asyncio.Event) -> RunResult | None:
+        """Run the operations on ``nodes``; their hashes become the baseline."""
+        for node in nodes:
+            self.baseline[node.node_id] = node.source_hash
+        plan = plan_jobs(self.config, self.agents, nodes, self.ops)
+        if not plan.jobs:
+            return None
+        result = await run_jobs(
+            plan.jobs,
+            model=self.model,
+            config=self.config,
+            manager=self.manager,
+            targets=sorted({node.file_path for node in nodes}),
+            operations=plan.operations,
+            emitter=self.emitter,
+            cancel=stop,
+            on_start=self.callbacks.on_start,
+            on_done=self.callbacks.on_done,
+        )
+        self.runs.append(result)
+        if self.callbacks.on_run is not None:
+            self.callbacks.on_run(result)
+        return result
+
+    async def handle(self, paths: set[Path], stop: asyncio.Event) -> RunResult | None:
+        """One batch of saved files: skip Remora's own writes, run what changed."""
+        own = self.accepted_writes()
+        mine = set()
+        for path in paths:
+            relative = path.relative_to(self.root).as_posix()
+            if path.is_file() and (relative, _sha256(path)) in own:
+                mine.add(path)
+                if self.callbacks.on_own_write is not None:
+                    self.callbacks.on_own_write(relative)
+        nodes, _broken = self.discover(sorted(paths))
+        own_files = {path.relative_to(self.root).as_posix() for path in mine}
+        for node in nodes:
+            if node.file_path in own_files:
+                self.baseline[node.node_id] = node.source_hash
+        changed = self.changed(node for node in nodes if node.file_path not in own_files)
+        return await self.run(changed, stop) if changed else None
+
+    def accepted_writes(self) -> set[tuple[str, str]]:
+        """(path, sha256) of every file content an accept wrote into the project."""
+        written: set[tuple[str, str]] = set()
+        for info in self.manager.list():
+            if info.status != "accepted":
+                continue
+            try:
+                with self.manager.open(info.workspace_id) as workspace:
+                    for backup in workspace.backups():
+                        if backup.applied_sha256:
+                            written.add((backup.path, backup.applied_sha256))
+            except RemoraError:
+                continue
+        return written
+
+    def wanted(self, change: Change, path: str) -> bool:
+        """Python files of the project, never inside Remora's state directory."""
+        if not path.endswith(".py"):
+            return False
+        try:
+            Path(path).resolve().relative_to(self.manager.state_path)
+        except ValueError:
+            return True
+        return False
+
+    async def watch(self, stop: asyncio.Event, *, initial: bool = False) -> None:
+        """Until ``stop`` is set: wait for saves, run what changed.
+
+        ``on_ready`` is called once the file watcher is really watching (its first idle
+        tick); edits made while it started are caught by comparing every node then.
+        """
+        nodes = self.start()
+        if initial:
+            self.baseline.clear()
+            await self.run(nodes, stop)
+        ready = False
+        async for changes in awatch(
+            *self.targets,
+            watch_filter=self.wanted,
+            debounce=self.config.watch.debounce_ms,
+            step=min(50, max(1, self.config.watch.debounce_ms)),
+            stop_event=stop,
+            rust_timeout=_IDLE_TICK_MS,
+            yield_on_timeout=True,
+        ):
+            if stop.is_set():
+                break
+            if not ready:
+                ready = True
+                current, _broken = self.discover(self.targets)
+                if self.callbacks.on_ready is not None:
+                    files = {node.file_path for node in current}
+                    self.callbacks.on_ready(len(current), len(files))
+                missed = self.changed(current)
+                if missed:
+                    await self.run(missed, stop)
+            if changes:
+                await self.handle({Path(path) for _change, path in changes}, stop)
+            if stop.is_set():
+                break
+
+
+_IDLE_TICK_MS = 500
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(block)
+    return digest.hexdigest()
