@@ -119,7 +119,7 @@ def test_ctrl_c_records_an_interrupted_run(project: Path) -> None:
             break
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    _out, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     manifest = RunStore(WorkspaceManager(project)).resolve(None)
     assert manifest.status == "interrupted"

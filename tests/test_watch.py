@@ -64,8 +64,17 @@ def test_watch_reruns_what_changed_and_nothing_else(tmp_path: Path) -> None:
     project = write_tree(tmp_path / "proj", SOURCE)
     module = project / "pkg" / "mod.py"
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPTED), *MARKER, "--set", "watch.debounce_ms=100"]
-        + ["watch", ".", "--ops", "marker"],
+        [
+            sys.executable,
+            str(SCRIPTED),
+            *MARKER,
+            "--set",
+            "watch.debounce_ms=100",
+            "watch",
+            ".",
+            "--ops",
+            "marker",
+        ],
         cwd=project,
         env={**os.environ, "COLUMNS": "200"},
         stdout=subprocess.PIPE,

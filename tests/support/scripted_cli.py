@@ -13,9 +13,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import remora.model  # noqa: E402
-from remora.cli import main  # noqa: E402
-from tests.support.policy import Policy, scripted_model  # noqa: E402
+import remora.model
+from remora.cli import main
+from tests.support.policy import Policy, scripted_model
 
 POLICY = Policy(delay=float(os.environ.get("REMORA_TEST_MODEL_DELAY", "0")))
 remora.model.create_client = lambda config: scripted_model(POLICY)  # type: ignore[attr-defined]
