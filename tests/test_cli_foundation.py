@@ -117,3 +117,26 @@ def test_python_dash_m_remora_works() -> None:
     )
     assert completed.returncode == 0
     assert completed.stdout.startswith("remora ")
+
+
+def test_read_only_commands_leave_nothing_in_the_project(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    commands = [
+        ["runs"],
+        ["accept", "--all"],
+        ["reject", "--all"],
+        ["diff", "abc"],
+        ["undo", "abc"],
+        ["discover", str(tmp_path)],
+        ["config", str(tmp_path)],
+    ]
+    for command in commands:
+        run_cli(
+            [*command, *(["--project", str(tmp_path)] if command[0] in REVIEWING else [])], capsys
+        )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a.py"]
+
+
+REVIEWING = {"runs", "accept", "reject", "diff", "undo"}

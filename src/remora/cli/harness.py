@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 # The harness, agent definitions and model backends are heavy (libcst, jsonschema, the
 # agent loop): they are imported inside the command so other commands start fast.
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "sample_project"
 
 
 @app.command("harness")
@@ -39,8 +38,8 @@ def harness_command(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Code to run episodes on (default: the bundled example project when Remora "
-            "runs from a source checkout, else the current directory)."
+            help="Python files or directories to run episodes on (default: the current "
+            "directory)."
         ),
     ] = None,
     variants: Annotated[
@@ -77,7 +76,7 @@ def harness_command(
 
     Examples:
 
-        remora harness                      # embedded model, bundled example
+        remora harness examples/sample_project   # embedded model, the example project
         remora harness --variant default --variant stepwise -n 8 --format json
         remora --set model.base_url=http://127.0.0.1:8000/v1 harness --backend openai
     """
@@ -85,7 +84,7 @@ def harness_command(
     from remora.harness import DEFAULT_VARIANT, run_harness
     from remora.model import create_client
 
-    targets = paths or ([EXAMPLE] if EXAMPLE.is_dir() else [Path.cwd()])
+    targets = paths or [Path.cwd()]
     overrides: list[str] = []
     if backend is not None:
         overrides.append(f"model.backend={backend.value}")
@@ -135,8 +134,15 @@ def harness_command(
         report = asyncio.run(main())
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
-        return
-    _render(report)
+    else:
+        _render(report)
+    if report.episodes and all(episode.status != "success" for episode in report.episodes):
+        first = report.episodes[0].error or report.episodes[0].status
+        raise RunnerError(
+            "RUN_022",
+            f"every one of the {len(report.episodes)} episodes failed; the first: {first}",
+            "check the model ('remora doctor', model.* in 'remora config') and -v output",
+        )
 
 
 def _table(title: str, columns: list[str], caption: str) -> Table:

@@ -14,8 +14,10 @@ distinct across runs that coexist until they are reviewed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from remora.config import WorkspaceConfig
@@ -88,8 +90,15 @@ class WorkspaceManager:
     def journal_dir(self) -> Path:
         return self.state_path / "journal"
 
-    def lock(self) -> FileLock:
-        """The project's review lock (re-entrant in one thread, exclusive across processes)."""
+    def lock(self) -> AbstractContextManager[object]:
+        """The project's review lock (re-entrant in one thread, exclusive across processes).
+
+        Without a state directory there is nothing to protect, and a read-only command must
+        not leave one behind: the lock is then a no-op (whatever first writes state creates
+        the directory, and later calls lock for real).
+        """
+        if not self.state_path.is_dir():
+            return contextlib.nullcontext()
         return FileLock(self.state_path / "review.lock", timeout=self.lock_timeout)
 
     def create(
