@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from remora.orchestration import RunStore
+from remora.orchestration import ReviewService, RunStore
 from remora.workspace import WorkspaceManager
 from tests.stores import write_tree
 
@@ -127,3 +127,22 @@ def test_ctrl_c_records_an_interrupted_run(project: Path) -> None:
     assert "success" in statuses and "interrupted" in statuses
     assert manifest.pending_reviews(), "finished jobs stay reviewable"
     assert snapshot(project) == before
+
+
+def test_retry_reruns_what_review_marked(project: Path) -> None:
+    first = remora(*MARKER, "analyze", "pkg/mod.py", "--ops", "marker", cwd=project)
+    assert first.returncode == 0, first.stderr
+    service = ReviewService(WorkspaceManager(project))
+    manifest = service.reconcile(None)
+    marked = manifest.pending_reviews()[0]
+    service.retry(marked.workspace_id or "")
+    again = remora(*MARKER, "retry", cwd=project)
+    assert again.returncode == 0, again.stderr
+    store = RunStore(WorkspaceManager(project))
+    newest = store.resolve(None)
+    assert newest.run_id != manifest.run_id
+    assert [(job.qualname, job.status) for job in newest.jobs] == [(marked.qualname, "success")]
+    old = {job.job_id: job.review for job in store.read(manifest.run_id).jobs}
+    assert old[marked.job_id] == "rejected"
+    nothing = remora(*MARKER, "retry", manifest.run_id, cwd=project)
+    assert nothing.returncode == 0 and "nothing is marked for retry" in nothing.stdout

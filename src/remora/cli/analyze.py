@@ -101,6 +101,77 @@ def analyze_command(
         discovered = discover(targets, config.discovery, root=root)
     agents = load_agents(config.agents.dirs)
     plan = plan_jobs(config, agents, discovered.nodes, split_ops(ops))
+    _problems(plan)
+    manager = WorkspaceManager.from_config(root, config.workspace)
+    result = _run(config, plan, discovered, manager, [str(path) for path in targets])
+    _report(config, result, output, diff, manager)
+    if auto_accept:
+        _accept_all(manager, result)
+    if interactive and result.manifest.summary().pending:
+        from remora.cli.review import review_command
+
+        review_command(run_id=result.run_id, operation=None, project=root)
+    _exit(result, plan, check=check)
+
+
+@app.command("retry")
+def retry_command(
+    run_id: Annotated[
+        str | None, typer.Argument(help="Run whose retries to run (default: the newest run).")
+    ] = None,
+    project: Annotated[
+        Path | None,
+        typer.Option(
+            "--project", "-p", help="Project directory (default: the current one).", file_okay=False
+        ),
+    ] = None,
+    output: FormatOption = OutputFormat.table,
+) -> None:
+    """Run again the jobs a review marked for retry ('t' in 'remora review'), as a new run.
+
+    The nodes are rediscovered, so the retry sees the code as it is now; a node renamed or
+    deleted since is reported. Exit codes as for 'remora analyze'.
+
+    Example: remora retry 20261123-101500-3fa2c1
+    """
+    from remora.definitions import load_agents
+    from remora.discovery import discover, find_project_root
+    from remora.orchestration import ReviewService, RunManifest, plan_retries
+    from remora.workspace import WorkspaceManager
+
+    root = find_project_root(project or Path.cwd())
+    config = load_config(root).config
+    manager = WorkspaceManager.from_config(root, config.workspace)
+    service = ReviewService(manager)
+    manifest = service.reconcile(run_id)
+    wanted = [job for job in manifest.jobs if job.review == "retry_requested"]
+    if not wanted:
+        console.print(f"nothing is marked for retry in run {manifest.run_id}")
+        return
+    files = sorted({root / job.file_path for job in wanted if job.file_path})
+    discovered = discover(files, config.discovery, root=root)
+    plan = plan_retries(
+        config,
+        load_agents(config.agents.dirs),
+        discovered.nodes,
+        [(job.operation, job.node_id) for job in wanted],
+    )
+    _problems(plan)
+    result = _run(config, plan, discovered, manager, [str(path) for path in files])
+    retried = {job.job_id for job in wanted}
+
+    def settle(old: RunManifest) -> None:
+        for record in old.jobs:
+            if record.job_id in retried:
+                record.review = "rejected"
+
+    service.store.update(manifest.run_id, settle)
+    _report(config, result, output, False, manager)
+    _exit(result, plan, check=False)
+
+
+def _problems(plan: Plan) -> None:
+    """Print what cannot run; RUN_021 when nothing can."""
     for problem in plan.problems:
         err_console.print(
             f"RUN_020: {escape(problem.message)} ({escape(problem.hint)})",
@@ -112,22 +183,15 @@ def analyze_command(
         why = "no operation could run" if plan.problems else "no node matches the operations"
         raise RunnerError(
             "RUN_021",
-            f"nothing to run on {', '.join(map(str, targets))}: {why}",
+            f"nothing to run: {why}",
             "check --ops and the paths; 'remora discover PATHS' lists the nodes",
         )
-    manager = WorkspaceManager.from_config(root, config.workspace)
-    result = _run(config, plan, discovered, manager, [str(path) for path in targets])
-    _report(config, result, output, diff, manager)
-    if auto_accept:
-        _accept_all(manager, result)
-    if interactive and result.manifest.summary().pending:
-        from remora.cli.review import review_command
 
-        review_command(run_id=result.run_id, operation=None, project=root)
+
+def _exit(result: RunResult, plan: Plan, *, check: bool) -> None:
     if result.manifest.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
-    failed = result.count("failed") > 0 or bool(plan.problems)
-    if failed or (check and result.changed):
+    if result.count("failed") > 0 or plan.problems or (check and result.changed):
         raise typer.Exit(1)
 
 

@@ -5,7 +5,13 @@ thin caller of :func:`plan_jobs` and :func:`run_jobs`.
 """
 
 from remora.orchestration.job import Job, run_job
-from remora.orchestration.planning import OperationProblem, Plan, PlannedJob, plan_jobs
+from remora.orchestration.planning import (
+    OperationProblem,
+    Plan,
+    PlannedJob,
+    plan_jobs,
+    plan_retries,
+)
 from remora.orchestration.review import ReviewService
 from remora.orchestration.runs import (
     JobRecord,
@@ -38,6 +44,7 @@ __all__ = [
     "new_run_id",
     "open_emitter",
     "plan_jobs",
+    "plan_retries",
     "run_job",
     "run_jobs",
 ]

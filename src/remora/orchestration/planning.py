@@ -102,3 +102,34 @@ def plan_jobs(
             if node.node_type in agent.applies_to
         )
     return plan
+
+
+def plan_retries(
+    config: RemoraConfig,
+    agents: Mapping[str, SubagentDefinition],
+    nodes: Sequence[CSTNode],
+    requested: Sequence[tuple[str, str]],
+) -> Plan:
+    """Jobs for ``(operation, node_id)`` pairs a review marked for retry, on today's nodes.
+
+    A node that no longer exists (renamed, deleted) or an operation that can no longer run
+    is reported as a problem instead.
+    """
+    by_id = {node.node_id: node for node in nodes}
+    plan = Plan()
+    for operation, node_id in requested:
+        node = by_id.get(node_id)
+        single = plan_jobs(config, agents, [node] if node else [], [operation])
+        plan.problems.extend(single.problems)
+        if node is None and not single.problems:
+            plan.problems.append(
+                OperationProblem(
+                    operation,
+                    f"node {node_id} no longer exists",
+                    "it was renamed or deleted since the run; run 'remora analyze' on it",
+                )
+            )
+        plan.jobs.extend(single.jobs)
+        if single.jobs and operation not in plan.operations:
+            plan.operations.append(operation)
+    return plan
