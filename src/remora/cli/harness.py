@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from remora.cli._app import (
+    OPTIONS,
     Backend,
     FormatOption,
     OutputFormat,
@@ -32,14 +33,12 @@ if TYPE_CHECKING:
 # agent loop): they are imported inside the command so other commands start fast.
 
 
-
 @app.command("harness")
 def harness_command(
     paths: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="Python files or directories to run episodes on (default: the current "
-            "directory)."
+            help="Python files or directories to run episodes on (default: the current directory)."
         ),
     ] = None,
     variants: Annotated[
@@ -80,9 +79,12 @@ def harness_command(
         remora harness --variant default --variant stepwise -n 8 --format json
         remora --set model.base_url=http://127.0.0.1:8000/v1 harness --backend openai
     """
+    from remora.cli._run_display import ToolCallPrinter
     from remora.definitions import load_agents
-    from remora.harness import DEFAULT_VARIANT, run_harness
+    from remora.events import Emitter, FanoutEmitter, JsonlEmitter
+    from remora.harness import DEFAULT_VARIANT, EpisodeRecord, run_harness
     from remora.model import create_client
+    from remora.orchestration import interrupt_on_sigint
 
     targets = paths or [Path.cwd()]
     overrides: list[str] = []
@@ -103,6 +105,24 @@ def harness_command(
     chosen = variants or [DEFAULT_VARIANT]
     model = create_client(config.model)
     total = requests * len(chosen)
+    emitters: list[Emitter] = [ToolCallPrinter()] if OPTIONS.verbosity > 0 else []
+    if config.events.enabled and config.events.path is not None:
+        emitters.append(JsonlEmitter(config.events.path))  # the default path would be a temp dir
+    emitter = FanoutEmitter(*emitters)
+    finished = 0
+
+    def episode_done(episode: EpisodeRecord) -> None:
+        nonlocal finished
+        finished += 1
+        progress.advance(task)
+        if not err_console.is_terminal and OPTIONS.verbosity >= 0:
+            err_console.print(
+                f"[{finished}/{total}] {episode.variant} {episode.node}: {episode.status}"
+                f" in {episode.wall_s:.1f}s",
+                highlight=False,
+                markup=False,
+            )
+
     with Progress(
         TextColumn("[bold]harness[/bold] {task.description}"),
         BarColumn(),
@@ -115,21 +135,26 @@ def harness_command(
         task = progress.add_task(f"{config.model.backend}", total=total)
 
         async def main() -> HarnessReport:
+            cancel = asyncio.Event()
             try:
-                return await run_harness(
-                    agent=agents[agent_name],
-                    nodes=nodes,
-                    root=root,
-                    model=model,
-                    config=config,
-                    backend=config.model.backend,
-                    variants=chosen,
-                    requests=requests,
-                    concurrency=concurrency,
-                    on_episode=lambda _: progress.advance(task),
-                )
+                with interrupt_on_sigint(cancel):
+                    return await run_harness(
+                        agent=agents[agent_name],
+                        nodes=nodes,
+                        root=root,
+                        model=model,
+                        config=config,
+                        backend=config.model.backend,
+                        variants=chosen,
+                        requests=requests,
+                        concurrency=concurrency,
+                        on_episode=episode_done,
+                        emitter=emitter,
+                        cancel=cancel,
+                    )
             finally:
                 await model.aclose()
+                emitter.close()
 
         report = asyncio.run(main())
     if output is OutputFormat.json:
