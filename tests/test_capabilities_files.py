@@ -1,4 +1,4 @@
-"""File capabilities against the overlay double: reads, writes, listing, search, node source."""
+"""File capabilities against the overlay: reads, line ranges, writes, listing, search, nodes."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import pytest
 from remora.errors import ToolError
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.files import (
+    MAX_LINE_CHARS,
+    MAX_READ_LINES,
     file_exists,
     list_dir,
     node_source,
     read_file,
+    read_lines,
     search_content,
     write_file,
 )
@@ -70,6 +73,59 @@ def test_read_rejects_binary_non_utf8_and_directories(ctx: CapabilityContext) ->
     for path, code in (("data.bin", "TOOL_102"), ("latin.txt", "TOOL_102"), ("pkg", "TOOL_103")):
         with pytest.raises(ToolError) as info:
             read_file(ctx, path)
+        assert info.value.code == code, path
+
+
+def test_read_lines_numbers_a_range(ctx: CapabilityContext) -> None:
+    result = read_lines(ctx, "shapes.py", 4, 6)
+    assert result == {
+        "path": "shapes.py",
+        "start": 4,
+        "end": 6,
+        "total_lines": 13,
+        "text": "4| class Circle:\n5|     def area(self):\n6|         return 3 * self.r**2",
+        "next_start": None,
+    }
+    whole = read_lines(ctx, "./shapes.py", "1", 999)
+    assert (whole["start"], whole["end"], whole["next_start"]) == (1, 13, None)
+    assert whole["text"].splitlines()[-1] == "13|     return Circle()"
+    write_file(ctx, "shapes.py", MODULE.replace("def helper", "def helper2"))
+    assert read_lines(ctx, "shapes.py", 12, 12)["text"] == "12| def helper2():"
+
+
+def test_read_lines_is_bounded(ctx: CapabilityContext) -> None:
+    long_line = "y = '" + "z" * (MAX_LINE_CHARS + 50) + "'"
+    body = "".join(f"x{number} = {number}\n" for number in range(1, 500)) + long_line + "\n"
+    write_file(ctx, "big.py", body)
+    first = read_lines(ctx, "big.py", 1, 500)
+    assert first["end"] == MAX_READ_LINES
+    assert first["next_start"] == MAX_READ_LINES + 1
+    assert len(first["text"].splitlines()) == MAX_READ_LINES
+    assert first["text"].splitlines()[0] == "  1| x1 = 1"
+    rest = read_lines(ctx, "big.py", 450, 500)
+    assert (rest["end"], rest["next_start"]) == (500, None)
+    assert rest["text"].endswith("... (56 more characters)")
+    assert len(rest["text"].splitlines()[-1]) < MAX_LINE_CHARS + 60
+
+
+def test_read_lines_rejects_bad_ranges(ctx: CapabilityContext) -> None:
+    for start, end, words in ((0, 3, "at least 1"), (5, 4, "before start"), (14, 20, "past")):
+        with pytest.raises(ToolError) as info:
+            read_lines(ctx, "shapes.py", start, end)
+        assert info.value.code == "TOOL_107", (start, end)
+        assert words in info.value.message
+    with pytest.raises(ToolError) as info:
+        read_lines(ctx, "shapes.py", 14, 20)
+    assert "1 to 13" in (info.value.hint or "")
+    with pytest.raises(ToolError) as info:
+        read_lines(ctx, "shapes.py", "one", 3)
+    assert info.value.code == "TOOL_104"
+    with pytest.raises(ToolError) as info:
+        read_lines(ctx, "pkg/__init__.py", 1, 1)
+    assert info.value.code == "TOOL_107" and info.value.hint == "the file is empty"
+    for path, code in (("shape.py", "TOOL_101"), ("data.bin", "TOOL_102"), ("pkg", "TOOL_103")):
+        with pytest.raises(ToolError) as info:
+            read_lines(ctx, path, 1, 2)
         assert info.value.code == code, path
 
 

@@ -15,6 +15,7 @@ from tests.stores import capability_context, write_tree
 PathCall = Callable[[dict[str, Callable[..., Any]], str], Any]
 
 PATH_CALLS: dict[str, PathCall] = {
+    "read_lines": lambda caps, p: caps["read_lines"](path=p, start=1, end=1),
     "read_file": lambda caps, p: caps["read_file"](path=p),
     "write_file": lambda caps, p: caps["write_file"](path=p, content="owned"),
     "file_exists": lambda caps, p: caps["file_exists"](path=p),

@@ -14,6 +14,7 @@ from remora.tools.capabilities import CAPABILITIES, bind_capabilities
 from tests.stores import capability_context, write_tree
 
 EXPECTED = {
+    "read_lines",
     "read_file",
     "write_file",
     "file_exists",

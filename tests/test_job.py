@@ -5,17 +5,19 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import textwrap
 from pathlib import Path
 
-from remora.config import RemoraConfig
+from remora.config import ModelConfig, RemoraConfig
 from remora.contracts import JobKey
 from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.events import CollectingEmitter
 from remora.orchestration import Job, run_job
+from remora.runner.history import MESSAGE_OVERHEAD, estimate_tokens
 from remora.testing import ScriptedModel, call
 from remora.tools.runtime import ToolRuntime
-from tests.stores import overlay_store
+from tests.stores import overlay_store, write_tree
 
 SAMPLE = Path(__file__).parent.parent / "examples" / "sample_project"
 
@@ -53,6 +55,7 @@ def test_harness_episode_end_to_end(tmp_path: Path) -> None:
     assert result.summary.endswith("echo returned apply_discount")
     assert result.telemetry.parse_paths == {"functiongemma": 1, "native": 1}
     assert result.changed_files == []
+    assert "node_outlined" not in result.details
 
     first, second = model.requests
     node_context = first.messages[1].content
@@ -102,3 +105,42 @@ def test_system_prompt_override_and_invalid_call_recovery(tmp_path: Path) -> Non
     assert error_result["response"]["outcome"] == "error"
     assert "txt" in error_result["response"]["error"]
     assert "echo" in model.requests[1].messages[-1].content
+
+
+def test_a_file_node_too_large_for_the_context_is_outlined(tmp_path: Path) -> None:
+    source = Path(textwrap.__file__).read_text(encoding="utf-8")
+    project = write_tree(tmp_path / "proj", {"textwrap.py": source})
+    config = RemoraConfig(model=ModelConfig(context_size=2048))
+    agent = load_agents()["harness"]
+    node = next(
+        node for node in discover([project], root=project).nodes if node.node_type == "file"
+    )
+    assert node.text.rstrip("\n") == source.rstrip("\n")
+    model = ScriptedModel(
+        [call("echo", text="textwrap.py"), call("submit_result", summary="echo returned it")]
+    )
+    job = Job(agent=agent, node=node, key=JobKey("harness", node.node_id, run_id="r1"))
+    with ToolRuntime(config.tools) as runtime:
+        result = asyncio.run(
+            run_job(job, model=model, runtime=runtime, store=overlay_store(project), config=config)
+        )
+    assert result.status == "success", result.error
+    outlined = result.details["node_outlined"]
+    assert outlined["total_lines"] == len(source.splitlines())
+    assert outlined["node_tokens"] > outlined["budget_tokens"]
+
+    first = model.requests[0]
+    node_context = first.messages[1].content
+    assert node_context.startswith("Code element: file `textwrap.py` in textwrap.py")
+    assert 'read_lines(path="textwrap.py", start=' in node_context
+    for definition in ("class TextWrapper:", "def shorten(text, width, **kwargs):", "def dedent"):
+        assert definition in node_context
+    assert "def indent(text, prefix, predicate=None):" in node_context
+    assert "return ''.join(prefixed_lines())" not in node_context
+    assert len(node_context) < len(source) / 2
+    # The whole first request fits the prompt budget (as the runner estimates tokens).
+    catalog = json.dumps([spec.model_dump() for spec in first.tools], ensure_ascii=False)
+    prompt = estimate_tokens(catalog) + sum(
+        MESSAGE_OVERHEAD + estimate_tokens(message.content) for message in first.messages
+    )
+    assert prompt <= config.model.context_size - config.model.max_tokens

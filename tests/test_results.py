@@ -59,7 +59,8 @@ def add_job(
 def test_new_run_ids_sort_by_time_and_are_unique() -> None:
     first = new_run_id(now=1_700_000_000)
     second = new_run_id(now=1_700_000_060)
-    assert first.startswith("20231114-221320-") and first < second
+    assert first.startswith("20231114-221320000-") and first < second
+    assert new_run_id(now=1_700_000_000.25) < new_run_id(now=1_700_000_000.5)  # same second
     assert new_run_id(now=1) != new_run_id(now=1)
 
 

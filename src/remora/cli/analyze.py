@@ -132,7 +132,7 @@ def retry_command(
     The nodes are rediscovered, so the retry sees the code as it is now; a node renamed or
     deleted since is reported. Exit codes as for 'remora analyze'.
 
-    Example: remora retry 20261123-101500-3fa2c1
+    Example: remora retry 20261123-101500123-3fa2c1
     """
     from remora.definitions import load_agents
     from remora.discovery import discover, find_project_root

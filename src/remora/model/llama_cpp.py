@@ -563,7 +563,8 @@ class _Engine:
             raise ModelError(
                 "MODEL_020",
                 f"the prompt has {len(prompt)} tokens; the context holds {self.context_size}",
-                "raise model.context_size or lower the history the runner keeps",
+                "raise model.context_size; the runner keeps prompts within model.context_size "
+                "minus model.max_tokens, but never trims the system prompt or node context",
             )
         self.use_adapter(adapter)
         slot, reuse = self._acquire(job.conversation, key, prompt)

@@ -4,11 +4,16 @@ This is the seam between the declarative parts (a SubagentDefinition, a CSTNode,
 config) and the machinery (the agent loop, the tool runtime, a model backend). The
 scheduler, ``remora harness`` and tests all start agents through :func:`run_job`, so
 system inputs, node context and loop settings are built in exactly one place.
+
+A node whose text would crowd the model's context is shown to the model as an outline
+plus its leading lines (see :mod:`remora.orchestration.fit`); the tools still get the
+whole text, and the result's ``details["node_outlined"]`` records the cut.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +25,9 @@ from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode
 from remora.events import Emitter, NullEmitter
 from remora.model.base import ModelClient
+from remora.orchestration.fit import FittedText, fit_node_text, node_budget
 from remora.runner import AgentResult, LoopSettings, LoopTool, run_agent
+from remora.runner.history import MESSAGE_OVERHEAD, TokenCounter, estimate_tokens
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.result import ToolResult
 from remora.tools.runtime import ToolRuntime
@@ -79,11 +86,14 @@ async def run_job(
         config.runner, config.model, agent_max_turns=agent.max_turns
     )
     count_tokens = getattr(model, "count_tokens", None)
+    counter = count_tokens if callable(count_tokens) else None
+    system_prompt = job.system_prompt or agent.initial_context.system_prompt
+    node_context, fitted = _node_context(job, system, system_prompt, tools, settings, counter)
     adapter = str(agent.model) if agent.model is not None and config.model.use_adapters else None
-    return await run_agent(
+    result = await run_agent(
         model=model,
-        system_prompt=job.system_prompt or agent.initial_context.system_prompt,
-        node_context=agent.render_node_context(system),
+        system_prompt=system_prompt,
+        node_context=node_context,
         tools=tools,
         invoke=invoke,
         settings=settings,
@@ -92,7 +102,7 @@ async def run_job(
         changed_paths=store.changed_paths,
         emitter=emitter,
         workspace_id=workspace_id,
-        count_tokens=count_tokens if callable(count_tokens) else None,
+        count_tokens=counter,
         conversation_id=key.conversation_id,
         adapter=adapter,
         model_id=operation.model_id if operation is not None else None,
@@ -101,3 +111,40 @@ async def run_job(
         run_id=key.run_id,
         job_id=key.job_id,
     )
+    if fitted.cut:
+        result.details["node_outlined"] = fitted.describe()
+    return result
+
+
+def _node_context(
+    job: Job,
+    system: dict[str, Any],
+    system_prompt: str,
+    tools: list[LoopTool],
+    settings: LoopSettings,
+    count_tokens: TokenCounter | None,
+) -> tuple[str, FittedText]:
+    """The first user message, with the node text fitted to its share of the prompt.
+
+    The share is :func:`~remora.orchestration.fit.node_budget` of the prompt budget after
+    the system prompt, the tool catalog (counted as the runner counts it) and the
+    template rendered without the node text.
+    """
+    count = count_tokens or estimate_tokens
+    render = job.agent.render_node_context
+    catalog = json.dumps([tool.spec.model_dump() for tool in tools], ensure_ascii=False)
+    fixed = (
+        count(system_prompt)
+        + count(catalog)
+        + count(render({**system, "node_text": ""}))
+        + 2 * MESSAGE_OVERHEAD
+    )
+    node = job.node
+    fitted = fit_node_text(
+        node.text,
+        path=node.file_path,
+        start_line=node.start_line,
+        budget_tokens=node_budget(settings.prompt_budget, fixed_tokens=fixed),
+        count_tokens=count_tokens,
+    )
+    return render({**system, "node_text": fitted.text} if fitted.cut else system), fitted

@@ -45,9 +45,11 @@ RunStatus = Literal["running", "completed", "failed", "interrupted"]
 
 
 def new_run_id(now: float | None = None) -> str:
-    """``YYYYMMDD-HHMMSS-<6 hex>`` in UTC: sorts by time, unique across processes."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{secrets.token_hex(3)}"
+    """``YYYYMMDD-HHMMSSmmm-<6 hex>`` in UTC: sorts by time (to the millisecond, so two runs
+    in one second still sort in order), unique across processes."""
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"{stamp}{int(now * 1000) % 1000:03d}-{secrets.token_hex(3)}"
 
 
 def check_run_id(run_id: str) -> str:

@@ -5,7 +5,8 @@ the workspace until review. ``node_source`` re-locates the job's node by qualnam
 *current* content, so it keeps working after earlier writes moved or changed the node.
 
 Codes: TOOL_101..TOOL_103 (see ``_store_io``), TOOL_104 empty search pattern or an unusable
-argument value (see ``_values``), TOOL_105 no definition with that qualname.
+argument value (see ``_values``), TOOL_105 no definition with that qualname, TOOL_107 a line
+range that is empty or outside the file (``read_lines``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from remora.discovery.outline import number_lines
 from remora.discovery.parser import load_query_pack, parse_source
 from remora.errors import ToolError
 from remora.tools.capabilities._pysource import definition_not_found, syntax_error
@@ -31,6 +33,10 @@ from remora.tools.capabilities._store_io import (
 from remora.tools.capabilities._values import as_int, as_text
 
 MAX_SEARCH_RESULTS = 200
+MAX_READ_LINES = 200
+"""Lines one ``read_lines`` call returns at most."""
+MAX_LINE_CHARS = 500
+"""Characters of one line ``read_lines`` returns; longer lines are cut and marked."""
 _LINE_PREVIEW = 200
 
 
@@ -38,6 +44,52 @@ _LINE_PREVIEW = 200
 def read_file(ctx: CapabilityContext, path: str) -> str:
     """Return the text of a UTF-8 file in the workspace, with any edits made so far."""
     return read_text(ctx, path)[1]
+
+
+@capability
+def read_lines(ctx: CapabilityContext, path: str, start: int, end: int) -> dict[str, Any]:
+    """Lines ``start`` to ``end`` (1-based, inclusive) of a UTF-8 file, numbered ``"12| ..."``.
+
+    At most 200 lines per call: a longer range returns its first 200 and ``next_start``,
+    the line to continue from. An ``end`` past the last line stops at the last line.
+    """
+    relative, text = read_text(ctx, path)
+    first, last = as_int(start, "start"), as_int(end, "end")
+    lines = text.splitlines()
+    total = len(lines)
+    if first < 1:
+        raise ToolError("TOOL_107", f"start must be at least 1, got {first}", _range_hint(total))
+    if last < first:
+        raise ToolError(
+            "TOOL_107", f"end ({last}) is before start ({first})", "give an end >= start"
+        )
+    if first > total:
+        raise ToolError(
+            "TOOL_107",
+            f"start {first} is past the end of '{relative}' ({total} lines)",
+            _range_hint(total),
+        )
+    wanted = min(last, total)
+    stop = min(wanted, first + MAX_READ_LINES - 1)
+    shown = [_clip_line(line) for line in lines[first - 1 : stop]]
+    return {
+        "path": relative,
+        "start": first,
+        "end": stop,
+        "total_lines": total,
+        "text": "\n".join(number_lines(shown, first)),
+        "next_start": stop + 1 if stop < wanted else None,
+    }
+
+
+def _range_hint(total: int) -> str:
+    return f"lines are numbered 1 to {total}" if total else "the file is empty"
+
+
+def _clip_line(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]}... ({len(line) - MAX_LINE_CHARS} more characters)"
 
 
 @capability
