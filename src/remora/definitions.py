@@ -549,7 +549,8 @@ class _Validator:
             self.problem(
                 "AGENT_006",
                 f"model.adapter: {adapter} does not exist",
-                "train it ('remora train') or remove the 'model' key to use the base model",
+                "put the adapter GGUF at that path or remove the 'model' key to use the base "
+                "model (docs/writing-an-agent.md)",
             )
         return adapter
 

@@ -10,7 +10,7 @@ Outcome = Literal["success", "partial", "error"]
 
 
 class ToolResult(BaseModel):
-    """The tool-result contract of DESIGN.md.
+    """The tool-result contract (docs/writing-an-agent.md, "The result contract").
 
     ``summary`` must stand on its own: the runner replaces old results by their
     summary when the history outgrows the context. ``choices`` lets the backend
