@@ -15,7 +15,8 @@ def make_node_id(relative_path: str, node_type: str, qualname: str, occurrence: 
 
     A qualname that occurs more than once in a file (a property and its setter, a
     function defined in both branches of an ``if``) gets ``#N`` appended from its
-    second occurrence on, so ids stay unique and the first keeps the plain ``path:type:qualname`` id.
+    second occurrence on, so ids stay unique and the first keeps the plain
+    ``path:type:qualname`` id.
     """
     key = f"{relative_path}:{node_type}:{qualname}"
     if occurrence > 1:
