@@ -1,9 +1,10 @@
 """``remora watch``: re-run the agents on exactly the nodes whose source changed.
 
-At start every node's ``source_hash`` becomes the baseline (``initial=True`` first runs
-everything once). Each batch of saved files (debounced, ``watch.debounce_ms``) is
-rediscovered; nodes that are new or whose hash differs run through the same scheduler as
-``remora analyze``, and their hashes become the new baseline. What is not a reason to run:
+Once the watcher is live, every node's ``source_hash`` becomes the baseline
+(``initial=True`` runs everything once instead). Each batch of saved files (debounced,
+``watch.debounce_ms``) is rediscovered; nodes that are new or whose hash differs run
+through the same scheduler as ``remora analyze``, and their hashes become the new
+baseline. What is not a reason to run:
 
 * Remora's own writes: a file whose content is exactly what an accepted workspace wrote
   (the accept's ``applied_sha256``) moves the baseline without a run, so accepting a
@@ -46,7 +47,6 @@ class WatchCallbacks:
     on_ready: Callable[[int, int], Any] | None = None  # (nodes, files)
     on_problem: Callable[[DiscoveryProblem], Any] | None = None
     on_own_write: Callable[[str], Any] | None = None
-    on_start: Callable[[PlannedJob], Any] | None = None
     on_done: Callable[[PlannedJob, AgentResult], Any] | None = None
     on_run: Callable[[RunResult], Any] | None = None
 
@@ -81,11 +81,6 @@ class Watcher:
                 self.callbacks.on_problem(problem)
         return [node for node in found.nodes if node.file_path not in broken], broken
 
-    def start(self) -> list[CSTNode]:
-        nodes, _broken = self.discover(self.targets)
-        self.baseline = {node.node_id: node.source_hash for node in nodes}
-        return nodes
-
     def changed(self, nodes: Iterable[CSTNode]) -> list[CSTNode]:
         return [node for node in nodes if self.baseline.get(node.node_id) != node.source_hash]
 
@@ -105,7 +100,6 @@ class Watcher:
             operations=plan.operations,
             emitter=self.emitter,
             cancel=stop,
-            on_start=self.callbacks.on_start,
             on_done=self.callbacks.on_done,
         )
         self.runs.append(result)
@@ -159,13 +153,9 @@ class Watcher:
     async def watch(self, stop: asyncio.Event, *, initial: bool = False) -> None:
         """Until ``stop`` is set: wait for saves, run what changed.
 
-        ``on_ready`` is called once the file watcher is really watching (its first idle
-        tick); edits made while it started are caught by comparing every node then.
+        The baseline is taken at the watcher's first idle tick, once it is really watching,
+        so no save between start-up and watching is missed; ``on_ready`` is called then.
         """
-        nodes = self.start()
-        if initial:
-            self.baseline.clear()
-            await self.run(nodes, stop)
         ready = False
         async for changes in awatch(
             *self.targets,
@@ -184,9 +174,10 @@ class Watcher:
                 if self.callbacks.on_ready is not None:
                     files = {node.file_path for node in current}
                     self.callbacks.on_ready(len(current), len(files))
-                missed = self.changed(current)
-                if missed:
-                    await self.run(missed, stop)
+                if initial:
+                    await self.run(current, stop)
+                else:
+                    self.baseline = {node.node_id: node.source_hash for node in current}
             if changes:
                 await self.handle({Path(path) for _change, path in changes}, stop)
             if stop.is_set():

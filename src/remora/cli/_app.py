@@ -67,6 +67,15 @@ class GlobalOptions:
 OPTIONS = GlobalOptions()
 
 
+def flag_overrides(values: dict[str, object | None]) -> list[str]:
+    """``key=value`` overrides for a command's own flags that were given (None: not given)."""
+    return [
+        f"{key}={value.value if isinstance(value, StrEnum) else value}"
+        for key, value in values.items()
+        if value is not None
+    ]
+
+
 def load(target: Path | None, overrides: list[str] | None = None) -> LoadedConfig:
     """The config for ``target`` with the global --config/--set and a command's own flags
     (``overrides``, which win over --set)."""

@@ -12,7 +12,6 @@ import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 from rich.markup import escape
 from rich.progress import (
@@ -26,7 +25,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from remora.cli._app import OPTIONS, console, err_console
+from remora.cli._app import OPTIONS, err_console
 from remora.events import Event, ToolCallEvent
 from remora.orchestration import PlannedJob, RunResult
 from remora.runner import AgentResult
@@ -53,7 +52,7 @@ class ToolCallPrinter:
 
 
 class RunDisplay:
-    """Progress for one run; ``started``/``finished`` are the scheduler's callbacks."""
+    """Progress for one run; ``finished`` is the scheduler's per-job callback."""
 
     def __init__(self, jobs: Sequence[PlannedJob], progress: Progress | None) -> None:
         self.progress = progress
@@ -65,9 +64,6 @@ class RunDisplay:
             self.overall = progress.add_task("all", total=len(jobs), counts="")
             for operation, total in self.totals.items():
                 self.tasks[operation] = progress.add_task(operation, total=total, counts="")
-
-    def started(self, job: PlannedJob) -> None:
-        return None
 
     def finished(self, job: PlannedJob, result: AgentResult) -> None:
         counts = self.counts.setdefault(job.operation, Counter())
@@ -164,7 +160,3 @@ def footer(result: RunResult, extra: Sequence[str] = ()) -> str:
     if summary.pending:
         lines.append(f"review with: remora review {manifest.run_id}")
     return "\n".join(lines)
-
-
-def print_json(data: Any) -> None:
-    console.print_json(json.dumps(data))

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from remora.cli._app import OPTIONS, Backend, FormatOption, OutputFormat, app, console, err_console
+from remora.cli._app import (
+    OPTIONS,
+    Backend,
+    FormatOption,
+    OutputFormat,
+    app,
+    console,
+    err_console,
+    flag_overrides,
+)
 from remora.cli._app import load as load_config
 from remora.errors import RunnerError
 
@@ -88,13 +97,13 @@ def analyze_command(
     from remora.workspace import WorkspaceManager
 
     targets = paths or [Path.cwd()]
-    overrides: list[str] = []
-    if backend is not None:
-        overrides.append(f"model.backend={backend.value}")
-    if concurrency is not None:
-        overrides.append(f"runner.concurrency={concurrency}")
-    if max_turns is not None:
-        overrides.append(f"runner.max_turns={max_turns}")
+    overrides = flag_overrides(
+        {
+            "model.backend": backend,
+            "runner.concurrency": concurrency,
+            "runner.max_turns": max_turns,
+        }
+    )
     config = load_config(targets[0], overrides).config
     root = find_project_root(targets[0])
     with err_console.status("discovering nodes...", spinner="dots"):
@@ -232,7 +241,6 @@ def _run(
                     emitter=emitter,
                     cancel=cancel,
                     run_id=run_id,
-                    on_start=display.started,
                     on_done=display.finished,
                 )
         finally:

@@ -21,6 +21,7 @@ from remora.cli._app import (
     app,
     console,
     err_console,
+    flag_overrides,
     load,
 )
 from remora.discovery import discover, find_project_root
@@ -87,13 +88,13 @@ def harness_command(
     from remora.orchestration import interrupt_on_sigint
 
     targets = paths or [Path.cwd()]
-    overrides: list[str] = []
-    if backend is not None:
-        overrides.append(f"model.backend={backend.value}")
-    if temperature is not None:
-        overrides.append(f"runner.temperature={temperature}")
-    if tool_choice is not None:
-        overrides.append(f"runner.tool_choice={tool_choice.value}")
+    overrides = flag_overrides(
+        {
+            "model.backend": backend,
+            "runner.temperature": temperature,
+            "runner.tool_choice": tool_choice,
+        }
+    )
     config = load(targets[0], overrides).config
     agents = load_agents(config.agents.dirs)
     if agent_name not in agents:

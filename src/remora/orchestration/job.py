@@ -31,6 +31,7 @@ from remora.runner.history import MESSAGE_OVERHEAD, TokenCounter, estimate_token
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.result import ToolResult
 from remora.tools.runtime import ToolRuntime
+from remora.tools.script_tool import ScriptTool
 from remora.workspace.base import FileStore
 
 
@@ -57,6 +58,41 @@ class Job:
             self.node, self.key, options=self.options, workspace_id=workspace_id
         )
 
+    def context(
+        self, store: FileStore, config: RemoraConfig, workspace_id: str | None
+    ) -> CapabilityContext:
+        """What the job's scripts (tools, precheck) run against."""
+        system = self.system_inputs(workspace_id).as_dict()
+        return CapabilityContext(store=store, config=config.tools, system=system)
+
+
+async def run_precheck(
+    job: Job,
+    *,
+    runtime: ToolRuntime,
+    store: FileStore,
+    config: RemoraConfig,
+    workspace_id: str | None = None,
+) -> AgentResult | None:
+    """A ``skipped`` result when the agent's precheck finds nothing to do, else None.
+
+    The precheck's result is ``{"skip": bool, "reason": str}``; a precheck that errors does
+    not skip (the agent runs and finds out for itself). No model call is made.
+    """
+    if job.agent.precheck is None:
+        return None
+    script = ScriptTool(name=f"{job.agent.name}.precheck", pym=job.agent.precheck)
+    checked = await runtime.run(script, {}, job.context(store, config, workspace_id))
+    verdict = checked.result if isinstance(checked.result, dict) else {}
+    if checked.outcome == "error" or not verdict.get("skip"):
+        return None
+    return AgentResult(
+        status="skipped",
+        operation=job.key.operation,
+        node_id=job.key.node_id,
+        summary=str(verdict.get("reason") or checked.summary or "nothing to do"),
+    )
+
 
 async def run_job(
     job: Job,
@@ -74,8 +110,8 @@ async def run_job(
     emitter = emitter or NullEmitter()
     agent = job.agent
     key = job.key
-    system = job.system_inputs(workspace_id).as_dict()
-    context = CapabilityContext(store=store, config=config.tools, system=system)
+    context = job.context(store, config, workspace_id)
+    system = dict(context.system)
     tools = [LoopTool(spec=tool.spec(), effect=tool.effect) for tool in agent.tools]
 
     async def invoke(name: str, arguments: dict[str, Any]) -> ToolResult:

@@ -35,15 +35,12 @@ from remora.events import (
     RunStarted,
 )
 from remora.model.base import ModelClient
-from remora.orchestration.job import Job, run_job
+from remora.orchestration.job import Job, run_job, run_precheck
 from remora.orchestration.planning import PlannedJob
 from remora.orchestration.runs import JobRecord, RunManifest, RunStatus, RunStore, new_run_id
-from remora.runner import AgentResult
-from remora.tools.capabilities import CapabilityContext
+from remora.runner import AgentResult, AgentStatus
 from remora.tools.runtime import ToolRuntime
-from remora.tools.script_tool import ScriptTool
 from remora.workspace import WorkspaceManager
-from remora.workspace.base import FileStore
 
 
 @dataclass
@@ -94,7 +91,6 @@ async def run_jobs(
     cancel: asyncio.Event | None = None,
     run_id: str | None = None,
     concurrency: int | None = None,
-    on_start: Callable[[PlannedJob], Any] | None = None,
     on_done: JobCallback | None = None,
 ) -> RunResult:
     """Run ``jobs`` (``concurrency`` at a time, default ``runner.concurrency``) as one run."""
@@ -120,10 +116,10 @@ async def run_jobs(
         async def one(job: PlannedJob, key: JobKey) -> None:
             async with gate:
                 if cancel.is_set():
-                    outcome = _not_started(key)
+                    outcome = _ended(
+                        key, "interrupted", "RUN_004: the run was cancelled before this job started"
+                    )
                 else:
-                    if on_start is not None:
-                        on_start(job)
                     outcome = await _run_one(
                         job, key, model, runtime, manager, config, emitter, cancel, transcripts
                     )
@@ -139,15 +135,6 @@ async def run_jobs(
     result.manifest = store.finish(run_id, status)
     emitter.emit(RunFinished(run_id=run_id, status=status, jobs=len(jobs)))
     return result
-
-
-def _not_started(key: JobKey) -> AgentResult:
-    return AgentResult(
-        status="interrupted",
-        operation=key.operation,
-        node_id=key.node_id,
-        error="RUN_004: the run was cancelled before this job started",
-    )
 
 
 async def _run_one(
@@ -190,7 +177,9 @@ async def _run_one(
             file_path=node.file_path,
             workspace_id=workspace_id,
         ) as store:
-            outcome = await _precheck(task, store, runtime, config, workspace_id)
+            outcome = await run_precheck(
+                task, runtime=runtime, store=store, config=config, workspace_id=workspace_id
+            )
             if outcome is None:
                 outcome = await run_job(
                     task,
@@ -205,9 +194,9 @@ async def _run_one(
                 )
             keep = outcome.status == "success" and bool(store.changed_paths())
     except RemoraError as exc:
-        outcome, keep = _failed(key, workspace_id, exc.render()), False
+        outcome, keep = _ended(key, "failed", exc.render()), False
     except Exception as exc:  # a bug must cost one job, not the run
-        outcome, keep = _failed(key, workspace_id, f"{type(exc).__name__}: {exc}"), False
+        outcome, keep = _ended(key, "failed", f"{type(exc).__name__}: {exc}"), False
     if not keep:
         with contextlib.suppress(RemoraError):
             manager.remove(workspace_id)
@@ -228,40 +217,9 @@ async def _run_one(
     return outcome
 
 
-def _failed(key: JobKey, workspace_id: str, error: str) -> AgentResult:
-    return AgentResult(
-        status="failed",
-        operation=key.operation,
-        node_id=key.node_id,
-        workspace_id=workspace_id,
-        error=error,
-    )
-
-
-async def _precheck(
-    job: Job, store: FileStore, runtime: ToolRuntime, config: RemoraConfig, workspace_id: str
-) -> AgentResult | None:
-    """A ``skipped`` result when the agent's precheck finds nothing to do, else None.
-
-    The precheck's result is ``{"skip": bool, "reason": str}``; a precheck that errors does
-    not skip (the agent runs and finds out for itself).
-    """
-    if job.agent.precheck is None:
-        return None
-    context = CapabilityContext(
-        store=store, config=config.tools, system=job.system_inputs(workspace_id).as_dict()
-    )
-    script = ScriptTool(name=f"{job.agent.name}.precheck", pym=job.agent.precheck)
-    checked = await runtime.run(script, {}, context)
-    verdict = checked.result if isinstance(checked.result, dict) else {}
-    if checked.outcome == "error" or not verdict.get("skip"):
-        return None
-    return AgentResult(
-        status="skipped",
-        operation=job.key.operation,
-        node_id=job.key.node_id,
-        summary=str(verdict.get("reason") or checked.summary or "nothing to do"),
-    )
+def _ended(key: JobKey, status: AgentStatus, error: str) -> AgentResult:
+    """The result of a job the agent loop did not finish (not started, or crashed)."""
+    return AgentResult(status=status, operation=key.operation, node_id=key.node_id, error=error)
 
 
 @contextlib.contextmanager
