@@ -8,7 +8,16 @@ message a small model can act on.
 
 from __future__ import annotations
 
-from remora.tools.capabilities import call, docstrings, files, pytest_runner, ruff, signature
+from remora.tools.capabilities import (
+    call,
+    docstring_check,
+    docstrings,
+    files,
+    lint,
+    pytest_runner,
+    ruff,
+    signature,
+)
 from remora.tools.capabilities._registry import (
     CAPABILITIES,
     Capability,
@@ -24,8 +33,10 @@ __all__ = [
     "bind_capabilities",
     "call",
     "capability",
+    "docstring_check",
     "docstrings",
     "files",
+    "lint",
     "pytest_runner",
     "ruff",
     "signature",

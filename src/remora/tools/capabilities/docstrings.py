@@ -94,7 +94,7 @@ def docstring_set(
     inserted; the result shows the diff.
     """
     qualname = _qualname(qualname)
-    chosen = _style(ctx, style)
+    chosen = style_option(ctx, style)
     line = _summary(summary)
     relative, text, bom = read_source(ctx, path)
     tree = parse_python(text, relative)
@@ -139,7 +139,8 @@ def _qualname(qualname: str | None) -> str:
     return text
 
 
-def _style(ctx: CapabilityContext, style: str | None) -> str:
+def style_option(ctx: CapabilityContext, style: str | None) -> str:
+    """``style``, else the operation's ``style`` option, else google (TOOL_601 if unknown)."""
     options = ctx.system.get("options")
     default = options.get("style") if isinstance(options, Mapping) else None
     chosen = str(style or default or "google").strip().lower()

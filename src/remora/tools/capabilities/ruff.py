@@ -78,14 +78,14 @@ def ruff_check(
     directory = is_dir(ctx, relative)
     if not directory and not ctx.store.exists(relative):
         raise not_found(ctx, relative, "path")
-    codes = _select(select)
+    codes = parse_codes(select)
     files = walk_files(ctx, relative, _PYTHON_SUFFIXES) if directory else [relative]
     raw: list[dict[str, Any]] = []
     with materialize(ctx) as view, tempfile.TemporaryDirectory() as home:
         for start in range(0, len(files), _BATCH):
             batch = [str(view / name) for name in files[start : start + _BATCH]]
-            raw.extend(_run(ctx, view, Path(home), ["--force-exclude", *batch], codes))
-    issues = [_issue(item, view) for item in raw]
+            raw.extend(run_ruff(ctx, view, Path(home), ["--force-exclude", *batch], codes))
+    issues = [issue_of(item, view) for item in raw]
     issues.sort(key=lambda issue: (issue["path"], issue["line"], issue["col"], issue["code"]))
     return _report(relative or ".", issues)
 
@@ -108,7 +108,7 @@ def ruff_fix(
         raise ToolError(
             "TOOL_306", f"ruff_fix edits Python files only, not '{relative}'", "pass a .py file"
         )
-    wanted = _select(code)
+    wanted = parse_codes(code)
     if not wanted or len(wanted) != 1 or not any(ch.isdigit() for ch in wanted[0]):
         raise ToolError(
             "TOOL_306", f"'{code}' is not a single rule code", "pass one code such as 'F401'"
@@ -121,7 +121,7 @@ def ruff_fix(
         stdin_name = [f"--stdin-filename={view / relative}", "-"]
         for attempt in range(1 if line is not None else _MAX_PASSES):
             scanned = text
-            same_code = _run(ctx, view, Path(home), stdin_name, [rule], stdin=text)
+            same_code = run_ruff(ctx, view, Path(home), stdin_name, [rule], stdin=text)
             found = [
                 item
                 for item in same_code
@@ -129,7 +129,7 @@ def ruff_fix(
             ]
             if attempt == 0:
                 _check_fixable(ctx, view, Path(home), stdin_name, text, rule, line, found, unsafe)
-            edited, count = _apply(text, [item for item in found if _allowed(item, unsafe)])
+            edited, count = apply_edits(text, [item for item in found if fix_allowed(item, unsafe)])
             if not count or edited == text:
                 break
             text, applied = edited, applied + count
@@ -140,10 +140,10 @@ def ruff_fix(
                 f"the fix for {rule} would leave a syntax error ({broken}); nothing was written",
                 "fix this issue by editing the code instead",
             )
-        final = _run(ctx, view, Path(home), stdin_name, stdin=text)
-        remaining = [_issue(item, view) for item in final]
+        final = run_ruff(ctx, view, Path(home), stdin_name, stdin=text)
+        remaining = [issue_of(item, view) for item in final]
         if scanned != text:  # the last pass changed the text: scan for the rule once more
-            same_code = _run(ctx, view, Path(home), stdin_name, [rule], stdin=text)
+            same_code = run_ruff(ctx, view, Path(home), stdin_name, [rule], stdin=text)
     if text != original:
         write_text(ctx, relative, text, bom=bom)
     by_code = Counter(issue["code"] for issue in remaining)
@@ -160,7 +160,7 @@ def ruff_fix(
     }
 
 
-def _select(select: list[str] | str | None) -> list[str]:
+def parse_codes(select: list[str] | str | None) -> list[str]:
     if select is None:
         return []
     items = select.replace(",", " ").split() if isinstance(select, str) else list(select)
@@ -175,7 +175,7 @@ def _select(select: list[str] | str | None) -> list[str]:
     return codes
 
 
-def _run(
+def run_ruff(
     ctx: CapabilityContext,
     view: Path,
     home: Path,
@@ -211,7 +211,7 @@ def _run(
     return [item for item in data if isinstance(item, dict)]
 
 
-def _issue(item: dict[str, Any], view: Path) -> dict[str, Any]:
+def issue_of(item: dict[str, Any], view: Path) -> dict[str, Any]:
     fix = item.get("fix") or {}
     applicability = fix.get("applicability") if fix.get("edits") else None
     if applicability not in ("safe", "unsafe"):
@@ -249,7 +249,7 @@ def _report(path: str, issues: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _allowed(item: dict[str, Any], unsafe: bool) -> bool:
+def fix_allowed(item: dict[str, Any], unsafe: bool) -> bool:
     fix = item.get("fix") or {}
     kind = fix.get("applicability")
     return bool(fix.get("edits")) and (kind == "safe" or (unsafe and kind == "unsafe"))
@@ -269,7 +269,9 @@ def _check_fixable(
     """Raise the error that tells the caller why nothing can be fixed, if that is the case."""
     where = f" on line {line}" if line is not None else ""
     if not found:
-        present = [_issue(item, view) for item in _run(ctx, view, home, stdin_name, stdin=text)]
+        present = [
+            issue_of(item, view) for item in run_ruff(ctx, view, home, stdin_name, stdin=text)
+        ]
         lines = sorted({issue["line"] for issue in present if issue["code"] == rule})
         if lines:
             hint = f"{rule} is reported on line(s) {', '.join(map(str, lines))}"
@@ -279,9 +281,9 @@ def _check_fixable(
         else:
             hint = "ruff reports no issues in this file"
         raise ToolError("TOOL_302", f"ruff reports no {rule}{where}", hint)
-    if any(_allowed(item, unsafe) for item in found):
+    if any(fix_allowed(item, unsafe) for item in found):
         return
-    if any(_allowed(item, True) for item in found):
+    if any(fix_allowed(item, True) for item in found):
         raise ToolError(
             "TOOL_304",
             f"the fix for {rule}{where} is unsafe (it may change behaviour)",
@@ -294,7 +296,7 @@ def _check_fixable(
     )
 
 
-def _apply(text: str, items: list[dict[str, Any]]) -> tuple[str, int]:
+def apply_edits(text: str, items: list[dict[str, Any]]) -> tuple[str, int]:
     """``text`` with every non-overlapping fix applied, and how many fixes that was."""
     starts = [0, *(match.end() for match in _NEWLINE.finditer(text))]
 

@@ -1,0 +1,227 @@
+"""Check one docstring the way a reviewer would: pydoclint, ruff's D rules, and the names.
+
+``docstring_check`` runs the real pydoclint and ruff (``D`` rules under the pydocstyle
+convention of the style) on the workspace's current text and keeps what they report about
+this node; it adds its own comparison of documented and actual parameter names. Whether
+type hints appear in signatures or docstrings is a project's choice, so pydoclint's
+type-hint presence codes are not reported.
+
+``docstring_summary_check`` tells a summary that says something from one that only
+repeats the function's name ("Get user." for ``get_user``), which a small model tends to
+write and which helps no reader.
+
+Codes: TOOL_105 no definition with that qualname, TOOL_106 the file does not parse,
+TOOL_301 ruff or pydoclint failed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from remora.errors import ToolError
+from remora.tools.capabilities._docstring_format import parse_docstring
+from remora.tools.capabilities._pysource import locate, parse_python
+from remora.tools.capabilities._registry import CapabilityContext, capability
+from remora.tools.capabilities._store_io import read_text
+from remora.tools.capabilities.docstrings import style_option
+from remora.tools.capabilities.ruff import ruff_command
+from remora.tools.capabilities.signature import describe
+from remora.tools.process import run_command, scrubbed_env
+
+CONVENTIONS = {"google": "google", "numpy": "numpy", "sphinx": "pep257"}
+_TYPE_HINT_CODES = frozenset({"DOC105", "DOC106", "DOC107", "DOC108", "DOC109", "DOC110", "DOC111"})
+_MODULE_CODES = frozenset({"D100", "D104"})
+_PYDOCLINT_LINE = re.compile(r"^\s+(\d+): (DOC\d+): (.*)$")
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+_FILLER = frozenset(
+    "a an the this that it its of for to and or in on with from by as is are be "
+    "function method class do does run runs call calls perform performs handle handles "
+    "given value values".split()
+)
+
+
+@capability
+def docstring_check(
+    ctx: CapabilityContext, path: str, qualname: str, style: str | None = None
+) -> dict[str, Any]:
+    """Check the docstring of one function, method or class; list every problem found.
+
+    ``clean`` is true when it exists and pydoclint, ruff's D rules for the style and the
+    parameter names agree. Each problem has source (pydoclint, ruff or names), code,
+    line and message.
+    """
+    chosen = style_option(ctx, style)
+    relative, text = read_text(ctx, path)
+    tree = parse_python(text, relative)
+    located = locate(tree, qualname, relative)
+    node = located.node
+    docstring = ast.get_docstring(node, clean=True)
+    first = node.body[0] if node.body else None
+    last_line = first.end_lineno if docstring is not None and first is not None else node.lineno
+    span = (node.lineno, last_line or node.lineno)
+    problems = [
+        *_ruff_problems(ctx, text, relative, chosen, span),
+        *_pydoclint_problems(ctx, text, chosen, node.lineno),
+    ]
+    info = describe(text, located)
+    names = [param["name"] for param in info["params"]]
+    missing: list[str] = []
+    extra: list[str] = []
+    if docstring is not None:
+        parsed = parse_docstring(docstring)
+        if parsed.section_names:
+            missing = [name for name in names if name not in parsed.params]
+            extra = [name for name in parsed.params if name not in names]
+        for name in missing:
+            problems.append(_problem("names", "missing", node.lineno, f"'{name}' not documented"))
+        for name in extra:
+            problems.append(
+                _problem("names", "extra", node.lineno, f"'{name}' documented but not a parameter")
+            )
+    else:
+        problems.insert(0, _problem("names", "missing", node.lineno, "no docstring"))
+    problems = list({(p["code"], p["message"]): p for p in problems}.values())
+    return {
+        "path": relative,
+        "qualname": qualname,
+        "style": chosen,
+        "has_docstring": docstring is not None,
+        "clean": docstring is not None and not problems,
+        "problems": problems,
+        "missing_params": missing,
+        "extra_params": extra,
+    }
+
+
+@capability
+def docstring_summary_check(ctx: CapabilityContext, summary: str, name: str) -> dict[str, Any]:
+    """Whether ``summary`` says more than the name ``name`` already does.
+
+    ``problem`` is None for a usable summary, else ``empty``, ``repeats_name`` (no word
+    beyond the name's own and filler words), ``too_long`` (over 100 characters) or
+    ``multi_line``.
+    """
+    text = " ".join(str(summary or "").split())
+    problem: str | None = None
+    if not text.strip(" .\"'"):
+        problem = "empty"
+    elif "\n" in str(summary).strip():
+        problem = "multi_line"
+    elif len(text) > 100:
+        problem = "too_long"
+    else:
+        own: set[str] = set()
+        for part in _CAMEL.findall(name.replace("_", " ")):
+            own |= _forms(part.lower())
+        words = [w for w in _WORD.findall(text.lower()) if w not in _FILLER]
+        if all(_forms(word) & own for word in words):
+            problem = "repeats_name"
+    return {"ok": problem is None, "problem": problem, "summary": text}
+
+
+def _forms(word: str) -> set[str]:
+    """``word`` and what it may be an inflection of (names -> name, parsing -> pars/parse)."""
+    forms = {word}
+    for suffix, replacement in (
+        ("ies", "y"),
+        ("es", ""),
+        ("s", ""),
+        ("ing", ""),
+        ("ing", "e"),
+        ("ed", ""),
+        ("ed", "e"),
+        ("d", ""),
+    ):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            forms.add(word[: -len(suffix)] + replacement)
+    return forms
+
+
+def _problem(source: str, code: str, line: int, message: str) -> dict[str, Any]:
+    return {"source": source, "code": code, "line": line, "message": message}
+
+
+def _ruff_problems(
+    ctx: CapabilityContext, text: str, relative: str, style: str, span: tuple[int, int]
+) -> list[dict[str, Any]]:
+    convention = CONVENTIONS[style]
+    with tempfile.TemporaryDirectory() as home:
+        result = run_command(
+            [
+                *ruff_command(),
+                "check",
+                "--isolated",
+                "--select=D",
+                f"--config=lint.pydocstyle.convention='{convention}'",
+                "--output-format=json",
+                "--no-cache",
+                "--exit-zero",
+                f"--stdin-filename={relative}",
+                "-",
+            ],
+            cwd=Path(home),
+            env=scrubbed_env(Path(home)),
+            timeout=ctx.config.subprocess_timeout,
+            what="ruff",
+            input_data=text.encode("utf-8"),
+        )
+    try:
+        items = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        items = None
+    if result.returncode != 0 or not isinstance(items, list):
+        raise ToolError("TOOL_301", "ruff failed on the docstring check", result.stderr[-300:])
+    start, end = span
+    return [
+        _problem("ruff", item["code"], item["location"]["row"], item["message"])
+        for item in items
+        if item.get("code") not in _MODULE_CODES and start <= item["location"]["row"] <= end
+    ]
+
+
+def _pydoclint_problems(
+    ctx: CapabilityContext, text: str, style: str, def_line: int
+) -> list[dict[str, Any]]:
+    sphinx_name = "sphinx" if style == "sphinx" else style
+    with tempfile.TemporaryDirectory() as home:
+        target = Path(home) / "checked.py"
+        target.write_text(text, encoding="utf-8")
+        result = run_command(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pydoclint.main import main; sys.exit(main())",
+                f"--style={sphinx_name}",
+                "--arg-type-hints-in-docstring=False",
+                "--arg-type-hints-in-signature=False",
+                "--check-return-types=False",
+                "--check-yield-types=False",
+                "--quiet",
+                str(target),
+            ],
+            cwd=Path(home),
+            env=scrubbed_env(Path(home)),
+            timeout=ctx.config.subprocess_timeout,
+            what="pydoclint",
+        )
+    if result.returncode not in (0, 1):
+        raise ToolError(
+            "TOOL_301", f"pydoclint failed (exit code {result.returncode})", result.stderr[-300:]
+        )
+    problems: list[dict[str, Any]] = []
+    for line in (result.stdout + result.stderr).splitlines():  # pydoclint reports on stderr
+        match = _PYDOCLINT_LINE.match(line)
+        if not match or match.group(2) in _TYPE_HINT_CODES or int(match.group(1)) != def_line:
+            continue
+        message = re.sub(
+            r"\s*\(Or could be other formatting issues: [^)]*\)\.?", "", match.group(3)
+        )
+        problems.append(_problem("pydoclint", match.group(2), def_line, message.strip()))
+    return problems

@@ -1,0 +1,126 @@
+"""docstring_check (real pydoclint and ruff) and docstring_summary_check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remora.tools.capabilities import CapabilityContext
+from remora.tools.capabilities.docstring_check import docstring_check, docstring_summary_check
+from remora.tools.capabilities.docstrings import docstring_set
+from tests.stores import capability_context, write_tree
+
+SOURCE = '''"""Module."""
+
+
+def documented(a, b=1):
+    """Add two numbers.
+
+    Args:
+        a: The first.
+        c: Not a parameter.
+
+    Returns:
+        The sum.
+    """
+    return a + b
+
+
+def short(a):
+    """Return a unchanged."""
+    return a
+
+
+def bare(x):
+    if x:
+        raise ValueError("negative")
+    return x
+
+
+class Box:
+    def size(self, factor):
+        """Scale the box.
+
+        Args:
+            factor: How much.
+        """
+        return factor
+
+
+def good(a, b):
+    """Multiply two numbers.
+
+    Args:
+        a: The first.
+        b: The second.
+
+    Returns:
+        The product.
+    """
+    return a * b
+'''
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> CapabilityContext:
+    root = write_tree(tmp_path / "proj", {"mod.py": SOURCE})
+    return capability_context(root, {"options": {"style": "google"}})
+
+
+def _codes(report: dict[str, object]) -> set[str]:
+    problems = report["problems"]
+    assert isinstance(problems, list)
+    return {problem["code"] for problem in problems}
+
+
+def test_names_documented_and_actual_are_compared(ctx: CapabilityContext) -> None:
+    report = docstring_check(ctx, "mod.py", "documented")
+    assert report["clean"] is False
+    assert report["missing_params"] == ["b"] and report["extra_params"] == ["c"]
+    assert {"missing", "extra", "DOC103", "D417"} <= _codes(report)
+
+
+def test_a_short_docstring_is_complete(ctx: CapabilityContext) -> None:
+    report = docstring_check(ctx, "mod.py", "short")
+    assert report["clean"] is True and report["problems"] == []
+
+
+def test_a_missing_docstring_is_a_problem(ctx: CapabilityContext) -> None:
+    report = docstring_check(ctx, "mod.py", "bare")
+    assert report["has_docstring"] is False and report["clean"] is False
+    assert "D103" in _codes(report)
+
+
+def test_pydoclint_findings_are_kept_per_node(ctx: CapabilityContext) -> None:
+    report = docstring_check(ctx, "mod.py", "Box.size")
+    assert _codes(report) == {"DOC201"}
+    assert docstring_check(ctx, "mod.py", "good")["clean"] is True
+
+
+@pytest.mark.parametrize("style", ["google", "numpy", "sphinx"])
+def test_what_docstring_set_writes_is_clean(ctx: CapabilityContext, style: str) -> None:
+    docstring_set(ctx, "mod.py", "bare", "Return x unless it is truthy.", style=style)
+    report = docstring_check(ctx, "mod.py", "bare", style=style)
+    assert report["clean"] is True, report["problems"]
+
+
+@pytest.mark.parametrize(
+    ("summary", "name", "problem"),
+    [
+        ("Get user name.", "get_user_name", "repeats_name"),
+        ("Gets the user names.", "get_user_name", "repeats_name"),
+        ("Do parse config.", "parseConfig", "repeats_name"),
+        ("This function handles the value.", "handle", "repeats_name"),
+        ("  ", "f", "empty"),
+        ("x" * 120, "f", "too_long"),
+        ("Return the user's display name from the profile.", "get_user_name", None),
+        ("Parse an ISO date string into a date.", "parse", None),
+    ],
+)
+def test_a_summary_must_say_more_than_the_name(
+    ctx: CapabilityContext, summary: str, name: str, problem: str | None
+) -> None:
+    checked = docstring_summary_check(ctx, summary, name)
+    assert checked["problem"] == problem
+    assert checked["ok"] is (problem is None)
