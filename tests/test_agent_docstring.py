@@ -97,6 +97,7 @@ def test_an_invalid_argument_is_refused_before_any_tool_runs(project: Path) -> N
     outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
     assert outcome.result.status == "success"
     assert outcome.result.telemetry.invalid_calls == 1
+    assert "missing required argument 'summary'" in outcome.tool_summaries[1]
 
 
 def test_clean_and_private_nodes_are_skipped_without_the_model(project: Path) -> None:

@@ -43,9 +43,9 @@ def project(tmp_path: Path) -> Path:
 
 IDEAL = [
     call("run_linter"),
-    call("apply_fix", code="F401", line=1),
+    call("apply_fix", code="E722", line=8),
     call("apply_fix", code="B006", line=5),
-    call("apply_fix", code="E722", line=9),
+    call("apply_fix", code="F401", line=1),
     call("submit_result", summary="Fixed an unused import, a mutable default, a bare except."),
 ]
 
@@ -84,7 +84,8 @@ def test_an_invalid_argument_is_refused_before_any_tool_runs(project: Path) -> N
     outcome = run_operation(project, "lint", "pkg/mod.py", script)
     assert outcome.result.status == "success"
     assert outcome.result.telemetry.invalid_calls == 1
-    assert outcome.tools.names.count("apply_fix") == 3
+    assert "missing required argument 'line'" in outcome.tool_summaries[1]
+    assert outcome.changed["pkg/mod.py"].startswith("import sys\n")
 
 
 def test_fixes_that_break_the_tests_are_undone_not_offered(project: Path) -> None:

@@ -15,7 +15,7 @@ from remora.tools.capabilities.lint import (
     lint_issues,
     lint_verify,
     module_names,
-    tests_for_module,
+    module_tests,
 )
 from tests.stores import capability_context, write_tree
 
@@ -174,7 +174,7 @@ def test_module_names_and_the_tests_that_import_a_module(tmp_path: Path) -> None
             "tests/helper.py": "import pkg.mod\n",
         },
     )
-    found = tests_for_module(capability_context(root), "pkg/mod.py")
+    found = module_tests(capability_context(root), "pkg/mod.py")
     assert sorted(found) == ["tests/test_dotted.py", "tests/test_from.py", "tests/test_mod.py"]
 
 

@@ -124,7 +124,7 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     ``changed`` says whether the file differs from the project's after that.
     """
     relative, _, _ = _python_source(ctx, path)
-    tests = tests_for_module(ctx, relative)
+    tests = module_tests(ctx, relative)
     result: dict[str, Any] = {
         "path": relative,
         "tests": tests,
@@ -152,7 +152,7 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     return result
 
 
-def tests_for_module(ctx: CapabilityContext, relative: str) -> list[str]:
+def module_tests(ctx: CapabilityContext, relative: str) -> list[str]:
     """Test files that import the module at ``relative`` or are named after it."""
     names = module_names(relative)
     if not names:
