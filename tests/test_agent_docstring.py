@@ -60,6 +60,7 @@ def test_the_ideal_sequence_writes_a_clean_docstring(project: Path) -> None:
     outcome = run_operation(project, "docstring", "prices.py", IDEAL, qualname="apply_discount")
     assert outcome.result.status == "success", outcome.result
     assert outcome.result.details["problems"] == []
+    assert outcome.result.summary == f"Docstring of apply_discount: {GOOD}"
     written = _docstring(outcome.changed["prices.py"], "apply_discount")
     assert written is not None
     assert written.startswith(GOOD)

@@ -433,16 +433,56 @@ def test_consecutive_mistakes_close_then_fail() -> None:
     assert outcome.result.telemetry.tool_misses == 4
 
 
-def test_choices_from_a_result_go_into_the_next_request() -> None:
-    outcome = run([call("run_linter"), call("apply_fix", code="F401", line=1), SUBMIT_OK])
+def test_choices_from_a_result_go_into_the_next_requests_until_new_ones_come() -> None:
+    relisted = ToolResult(outcome="success", summary="fixed", choices={"code": ["E711"]})
+    outcome = run(
+        [
+            call("run_linter"),
+            call("read_file", path="a.py"),
+            call("apply_fix", code="F401", line=1),
+            SUBMIT_OK,
+        ],
+        invoker=make_tools(Workspace(), apply_fix=relisted),
+    )
     assert outcome.model.requests[0].choices == {}
     assert outcome.model.requests[1].choices == {"code": ["F401"]}
-    assert outcome.model.requests[2].choices == {}
+    assert outcome.model.requests[2].choices == {"code": ["F401"]}  # a read keeps them
+    assert outcome.model.requests[3].choices == {"code": ["E711"]}
 
 
 def test_choices_survive_a_mistake_turn() -> None:
     outcome = run([call("run_linter"), "hmm", SUBMIT_OK])
     assert outcome.model.requests[2].choices == {"code": ["F401"]}
+
+
+def test_next_tools_narrow_the_next_turn_and_bind_the_validator() -> None:
+    linter = ToolResult(
+        outcome="success", summary="1 issue", next_tools=["apply_fix", "read_file"]
+    )
+    outcome = run(
+        [
+            call("run_linter"),
+            call("submit_result", summary="too early"),
+            call("apply_fix", code="F401", line=1),
+            SUBMIT_OK,
+        ],
+        invoker=make_tools(Workspace(), run_linter=linter),
+    )
+    assert outcome.model.requests[0].allowed_tools is None
+    assert outcome.model.requests[1].allowed_tools == ["read_file", "apply_fix"]
+    assert outcome.result.telemetry.invalid_calls == 1  # submit_result was not allowed yet
+    assert outcome.result.status == "success"
+
+
+def test_guards_win_over_next_tools() -> None:
+    stuck = ToolResult(outcome="success", summary="read", next_tools=["read_file"])
+    outcome = run(
+        [call("read_file", path=f"f{index}.py") for index in range(3)] + [SUBMIT_OK],
+        invoker=make_tools(Workspace(), read_file=stuck),
+        settings=LoopSettings(max_turns=6, read_only_nudge_after=1, read_only_force_after=2),
+    )
+    forced = outcome.model.requests[2].allowed_tools
+    assert forced is not None and "read_file" not in forced
 
 
 def test_tool_exceptions_become_error_results() -> None:

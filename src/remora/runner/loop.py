@@ -156,6 +156,7 @@ class AgentLoop:
         self.run_id = run_id
         self.job_id = job_id
         self.choices: dict[str, list[Any]] = {}
+        self.next_tools: list[str] | None = None
         self._transcript_path = transcript_path
         self._transcript = Transcript(None, "")
         self._started = 0.0
@@ -189,7 +190,8 @@ class AgentLoop:
             self._fire(turn, firings)
             if plan.stop is not None:
                 return self._failed(plan.stop)
-            allowed = list(plan.allowed) if plan.allowed is not None else None
+            narrowed = self._narrowed(plan.allowed)
+            allowed = list(narrowed) if narrowed is not None else None
             request = ModelRequest(
                 messages=self.history.render(),
                 tools=self.catalog.specs,
@@ -220,9 +222,21 @@ class AgentLoop:
             if response is None:
                 return self._interrupted(self._stop_reason() or CANCELLED)
             self._record_model(turn, response, time.perf_counter() - started)
-            finished = await self._handle(turn, plan.allowed, response)
+            finished = await self._handle(turn, narrowed, response)
             if finished is not None:
                 return finished
+
+    def _narrowed(self, allowed: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        """The guards' allowed tools, narrowed to the last result's ``next_tools``.
+
+        The guards win: when none of the tools a result suggests is allowed this turn, the
+        suggestion is ignored.
+        """
+        if self.next_tools is None:
+            return allowed
+        pool = allowed if allowed is not None else tuple(self.catalog.names)
+        narrowed = tuple(name for name in pool if name in self.next_tools)
+        return narrowed or allowed
 
     async def _complete(self, request: ModelRequest) -> ModelResponse | None:
         """The model's answer, or None when cancel or the deadline came first."""
@@ -302,6 +316,7 @@ class AgentLoop:
         records: list[CallRecord] = []
         firings: list[GuardFiring] = []
         choices: dict[str, list[Any]] = {}
+        next_tools: list[str] | None = None
         for index, raw_call in enumerate(calls):
             stop = self._stop_reason()
             if stop is not None:
@@ -322,19 +337,24 @@ class AgentLoop:
                 records.append(CallRecord(call.name, signature, effect, repeated=True))
                 self.history.add_tool_result(call.name, call.id, earlier)
                 choices.update(earlier.choices)
+                next_tools = earlier.next_tools
                 continue
             result = await self._execute(turn, call, effect)
             self.guards.remember(signature, effect, result)
             records.append(CallRecord(call.name, signature, effect))
             self.history.add_tool_result(call.name, call.id, result)
             choices.update(result.choices)
+            next_tools = result.next_tools
             if call.name == SUBMIT_TOOL and result.outcome != "error":
                 return self._submitted(call.arguments, result, calls[index + 1 :])
         mistake = None if records else "none of your calls was valid; read the errors above"
         firings.extend(self.guards.end_turn(records, mistake))
         self._fire(turn, firings)
         if records:
-            self.choices = choices
+            # Choices stay in force until a result reports new ones: a read in between
+            # (say, of the file) must not lift them.
+            self.choices = choices or self.choices
+            self.next_tools = next_tools
         return None
 
     def _reject(self, turn: int, call: ToolCall, error: ToolResult) -> None:

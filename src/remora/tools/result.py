@@ -14,7 +14,8 @@ class ToolResult(BaseModel):
 
     ``summary`` must stand on its own: the runner replaces old results by their
     summary when the history outgrows the context. ``choices`` lets the backend
-    restrict the next call's arguments to values this result reported.
+    restrict the next call's arguments to values this result reported; ``next_tools``
+    restricts which tools the next call may name (the host knows what makes sense next).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -25,6 +26,7 @@ class ToolResult(BaseModel):
     error: str | None = None
     knowledge: dict[str, Any] = Field(default_factory=dict)
     choices: dict[str, list[Any]] = Field(default_factory=dict)
+    next_tools: list[str] | None = None
 
     @classmethod
     def failure(cls, message: str, summary: str | None = None) -> ToolResult:

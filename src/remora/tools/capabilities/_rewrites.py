@@ -57,6 +57,7 @@ from __future__ import annotations
 import ast
 import bisect
 import io
+import itertools
 import re
 import sys
 import tokenize
@@ -89,6 +90,10 @@ class _Token:
     string: str
     start: int
     end: int
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
 
 
 _Rule = Callable[["_Source", int], tuple[list[_Edit], list[str]]]
@@ -319,8 +324,27 @@ def _root_name(node: ast.AST) -> str | None:
             return node.id if isinstance(node, ast.Name) else None
 
 
+def _is_constant(node: ast.AST, value: object) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value
+
+
 def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
+    return _is_constant(node, None)
+
+
+def _before_after(src: _Source, node: ast.AST, edit: _Edit, fallback: str) -> str:
+    """``old -> new`` for one edited node when both fit a one-line description."""
+    start, end = src.start(node), src.end(node)
+    old = src.text[start:end]
+    new = src.text[start : edit.start] + edit.text + src.text[edit.end : end]
+    if max(len(old), len(new)) > 50 or any(mark in old for mark in "\r\n"):
+        return fallback
+    return f"{old} -> {new}"
+
+
+def _short(code: str, fallback: str = "...") -> str:
+    """``code`` when it is short enough for a one-line description."""
+    return code if len(code) <= 40 and "\n" not in code and "\r" not in code else fallback
 
 
 def _nothing_on(what: str, line: int) -> RewriteRefused:
@@ -344,7 +368,7 @@ def _operator_edit(src: _Source, left: ast.expr, right: ast.expr, new: str) -> _
 
 # E722 ---------------------------------------------------------------------------------------
 
-_BASE_ONLY = {"SystemExit", "KeyboardInterrupt", "GeneratorExit", "CancelledError", "BaseException"}
+_BASE_ONLY = _names("SystemExit KeyboardInterrupt GeneratorExit CancelledError BaseException")
 _EXITS = {"exit", "quit"}
 
 
@@ -360,7 +384,11 @@ def _needs_base_exception(handler: ast.ExceptHandler, statement: ast.AST) -> str
             func = node.func
             if isinstance(func, ast.Name) and func.id in _EXITS:
                 return f"the try body calls {func.id}() (SystemExit)"
-            if isinstance(func, ast.Attribute) and func.attr == "exit" and _root_name(func) == "sys":
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr == "exit"
+                and _root_name(func) == "sys"
+            ):
                 return "the try body calls sys.exit() (SystemExit)"
     handler_body = ast.Module(body=handler.body, type_ignores=[])
     for where, tree in (("try body", body), ("handler", handler_body)):
@@ -387,7 +415,7 @@ def _e722(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
         reason = _needs_base_exception(node, src.parents[node])
         name = "BaseException" if reason else "Exception"
         edits.append(_Edit(start, start + 6, f"except {name}"))
-        why = f" ({reason}, so it must still catch everything)" if reason else ""
+        why = f", which catches everything, as {reason}" if reason else ""
         descriptions.append(f"bare except: -> except {name}:{why}")
     if not edits:
         raise _nothing_on("bare except:", line)
@@ -396,64 +424,18 @@ def _e722(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
 
 # B006 ---------------------------------------------------------------------------------------
 
-_MUTATING_METHODS = {
-    "append",
-    "extend",
-    "insert",
-    "pop",
-    "remove",
-    "clear",
-    "update",
-    "setdefault",
-    "add",
-    "discard",
-    "sort",
-    "reverse",
-    "popitem",
-    "difference_update",
-    "intersection_update",
-    "symmetric_difference_update",
-    "__setitem__",
-    "__delitem__",
-    "__iadd__",
-    "__ior__",
-    "__iand__",
-    "__isub__",
-    "__ixor__",
-    "__imul__",
-}
-_MUTATING_FUNCTIONS = {
-    "heappush",
-    "heappop",
-    "heapify",
-    "heapreplace",
-    "heappushpop",
-    "insort",
-    "insort_left",
-    "insort_right",
-    "shuffle",
-}
-_PURE_BUILTINS = {
-    "list",
-    "dict",
-    "set",
-    "tuple",
-    "frozenset",
-    "range",
-    "str",
-    "int",
-    "float",
-    "bool",
-    "bytes",
-    "len",
-    "sorted",
-    "zip",
-    "enumerate",
-    "min",
-    "max",
-    "sum",
-    "abs",
-}
+_MUTATING_METHODS = _names(
+    "append extend insert pop remove clear update setdefault add discard sort reverse "
+    "popitem difference_update intersection_update symmetric_difference_update "
+    "__setitem__ __delitem__ __iadd__ __ior__ __iand__ __isub__ __ixor__ __imul__"
+)
+_MUTATING_FUNCTIONS = _names(
+    "heappush heappop heapify heapreplace heappushpop insort insort_left insort_right shuffle"
+)
+_PURE_BUILTINS = _names(
+    "list dict set tuple frozenset range str int float bool bytes len sorted zip "
+    "enumerate min max sum abs"
+)
 _OTHER_MUTABLE_CALLS = {"deque", "defaultdict", "OrderedDict", "Counter", "bytearray"}
 _INTROSPECTION = {"locals", "vars", "eval", "exec"}
 
@@ -462,15 +444,18 @@ _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 def _defaults(function: _Function) -> Iterator[tuple[ast.arg, ast.expr]]:
     positional = function.args.posonlyargs + function.args.args
-    yield from zip(positional[len(positional) - len(function.args.defaults) :], function.args.defaults)
-    for arg, default in zip(function.args.kwonlyargs, function.args.kw_defaults):
+    with_default = positional[len(positional) - len(function.args.defaults) :]
+    yield from zip(with_default, function.args.defaults, strict=True)
+    for arg, default in zip(function.args.kwonlyargs, function.args.kw_defaults, strict=True):
         if default is not None:
             yield arg, default
 
 
 def _b006_kind(default: ast.expr) -> str | None:
     """'rewrite' for the defaults rewritten, 'other' for mutable ones that are not, else None."""
-    if isinstance(default, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp):
+    if isinstance(
+        default, ast.List | ast.Dict | ast.Set | ast.ListComp | ast.DictComp | ast.SetComp
+    ):
         return "rewrite"
     if isinstance(default, ast.Call):
         func = default.func
@@ -540,6 +525,27 @@ def _impure_comprehension(
     return next((bad for part in results if (bad := _impure_part(part, local, unsafe))), None)
 
 
+def _mutation(node: ast.AST, name: str) -> str | None:
+    """How ``node`` mutates the object ``name`` refers to in place, or None."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        first_arg = _root_name(node.args[0]) if node.args else None
+        if isinstance(func, ast.Attribute) and func.attr in _MUTATING_METHODS:
+            unbound = isinstance(func.value, ast.Name) and func.value.id in ("list", "dict", "set")
+            if _root_name(func.value) == name or (unbound and first_arg == name):
+                return func.attr
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if called in _MUTATING_FUNCTIONS and first_arg == name:
+            return str(called)
+    stored = isinstance(node, ast.Subscript | ast.Attribute) and not isinstance(node.ctx, ast.Load)
+    if stored and _root_name(node) == name:
+        deleted = isinstance(getattr(node, "ctx", None), ast.Del)
+        return "del" if deleted else "item or attribute assignment"
+    if isinstance(node, ast.AugAssign) and _root_name(node.target) == name:
+        return "augmented assignment"
+    return None
+
+
 def _shared_default_reason(function: _Function, name: str) -> str | None:
     """Why the body might rely on one shared default object, or None."""
     lowered = name.lower()
@@ -551,25 +557,8 @@ def _shared_default_reason(function: _Function, name: str) -> str | None:
     for node in ast.walk(body):
         if isinstance(node, _SCOPES) and any(mention == name for mention, _ in _mentions(node)):
             return f"a nested function or class refers to {name}"
-        if isinstance(node, ast.Call):
-            func = node.func
-            method = func.attr if isinstance(func, ast.Attribute) else None
-            if method in _MUTATING_METHODS and (
-                _root_name(func.value) == name  # type: ignore[union-attr]
-                or any(_root_name(arg) == name for arg in node.args[:1])
-            ):
-                return f"the default is mutated in the body ({method}), so it may be a deliberate cache"
-            function_name = func.id if isinstance(func, ast.Name) else method
-            if function_name in _MUTATING_FUNCTIONS and any(
-                _root_name(arg) == name for arg in node.args[:1]
-            ):
-                return f"the default is mutated in the body ({function_name}), so it may be a deliberate cache"
-        if isinstance(node, ast.Subscript | ast.Attribute) and not isinstance(node.ctx, ast.Load):
-            if _root_name(node) == name:
-                kind = "del" if isinstance(node.ctx, ast.Del) else "item or attribute assignment"
-                return f"the default is mutated in the body ({kind}), so it may be a deliberate cache"
-        if isinstance(node, ast.AugAssign) and _root_name(node.target) == name:
-            return "the default is mutated in the body (augmented assignment), so it may be a deliberate cache"
+        if how := _mutation(node, name):
+            return f"the default is mutated in the body ({how}), so it may be a deliberate cache"
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             if any(_is_none(operand) for operand in operands) and any(
@@ -580,13 +569,17 @@ def _shared_default_reason(function: _Function, name: str) -> str | None:
 
 
 def _b006_insertion(src: _Source, function: _Function, names: list[tuple[str, str]]) -> _Edit:
-    """``if NAME is None: NAME = <default>`` for each name, first in the body after the docstring."""
+    """``if NAME is None: NAME = <default>`` per name, first in the body after any docstring."""
     body = function.body
     colon = src.token_before(src.start(body[0]))
     if colon is not None and colon.string == ":":
         raise RewriteRefused("the function body is on the def line; put it on its own line first")
     first = body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         if len(body) > 1 and body[1].lineno == first.end_lineno:
             raise RewriteRefused("a statement follows the docstring on its line")
         indent = src.indent(first.lineno)
@@ -598,7 +591,9 @@ def _b006_insertion(src: _Source, function: _Function, names: list[tuple[str, st
     lead = "" if position == 0 or src.text[position - 1] in "\r\n" else src.newline
     inner = indent + src.indent_unit(indent)
     nl = src.newline
-    text = "".join(f"{indent}if {name} is None:{nl}{inner}{name} = {value}{nl}" for name, value in names)
+    text = "".join(
+        f"{indent}if {name} is None:{nl}{inner}{name} = {value}{nl}" for name, value in names
+    )
     return _Edit(position, position, lead + text)
 
 
@@ -633,7 +628,8 @@ def _b006(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
                 )
             fresh.append((name, src.segment(default)))
             edits.append(_Edit(src.start(default), src.end(default), "None"))
-            descriptions.append(f"mutable default {name}=... -> None, with a fresh value per call")
+            value = _short(src.segment(default))
+            descriptions.append(f"{name}={value} -> {name}=None, with a fresh {value} per call")
         if fresh:
             edits.append(_b006_insertion(src, function, fresh))
     if not edits:
@@ -643,25 +639,10 @@ def _b006(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
 
 # E711 ---------------------------------------------------------------------------------------
 
-_EQ_OVERLOADERS = {
-    "numpy",
-    "pandas",
-    "sqlalchemy",
-    "sqlmodel",
-    "torch",
-    "polars",
-    "jax",
-    "tensorflow",
-    "sympy",
-    "peewee",
-    "pyspark",
-    "dask",
-    "xarray",
-    "cupy",
-    "modin",
-    "pyarrow",
-    "ibis",
-}
+_EQ_OVERLOADERS = _names(
+    "numpy pandas sqlalchemy sqlmodel torch polars jax tensorflow sympy peewee pyspark "
+    "dask xarray cupy modin pyarrow ibis"
+)
 
 
 def _eq_overloaders(tree: ast.Module) -> list[str]:
@@ -707,9 +688,10 @@ def _e711(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
             raise RewriteRefused("the comparison is inside an f-string")
         equal = isinstance(node.ops[0], ast.Eq)
         new = "is" if equal else "is not"
-        edits.append(_operator_edit(src, node.left, node.comparators[0], new))
+        edit = _operator_edit(src, node.left, node.comparators[0], new)
+        edits.append(edit)
         old = "==" if equal else "!="
-        descriptions.append(f"{old} None -> {new} None")
+        descriptions.append(_before_after(src, node, edit, f"{old} None -> {new} None"))
     return edits, descriptions
 
 
@@ -769,25 +751,10 @@ def _b007(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
 
 # E721 ---------------------------------------------------------------------------------------
 
-_BUILTIN_TYPES = {
-    "bool",
-    "range",
-    "slice",
-    "memoryview",
-    "int",
-    "float",
-    "complex",
-    "str",
-    "bytes",
-    "bytearray",
-    "list",
-    "tuple",
-    "dict",
-    "set",
-    "frozenset",
-    "type",
-    "object",
-}
+_BUILTIN_TYPES = _names(
+    "bool range slice memoryview int float complex str bytes bytearray list tuple dict "
+    "set frozenset type object"
+)
 
 
 def _is_type_call(node: ast.AST) -> bool:
@@ -802,22 +769,22 @@ def _is_type_call(node: ast.AST) -> bool:
 
 
 def _e721(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
-    matches: list[tuple[ast.Compare, ast.expr]] = []
+    matches: list[tuple[ast.Compare, ast.Name]] = []
     for node in ast.walk(src.tree):
         if not isinstance(node, ast.Compare) or node.lineno != line:
             continue
         operands = [node.left, *node.comparators]
-        pairs = [
-            operands[index : index + 2]
+        compared = [
+            operand
             for index, op in enumerate(node.ops)
             if isinstance(op, ast.Eq | ast.NotEq)
+            for operand in operands[index : index + 2]
         ]
-        if not any(_is_type_call(left) or _is_type_call(right) for left, right in pairs):
+        if not any(_is_type_call(operand) for operand in compared):
             continue
         if len(node.ops) > 1:
             raise RewriteRefused("the type comparison is part of a chain; split the chain first")
-        left, right = operands
-        other = right if _is_type_call(left) else left
+        other = node.comparators[0] if _is_type_call(node.left) else node.left
         if not isinstance(other, ast.Name) or other.id not in _BUILTIN_TYPES:
             raise RewriteRefused(
                 f"{src.segment(other)} is not a builtin type name, so 'is' may not be equivalent"
@@ -840,8 +807,10 @@ def _e721(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
             raise RewriteRefused("the comparison is inside an f-string")
         equal = isinstance(node.ops[0], ast.Eq)
         new = "is" if equal else "is not"
-        edits.append(_operator_edit(src, node.left, node.comparators[0], new))
-        descriptions.append(f"type(...) {'==' if equal else '!='} {other.id} -> {new} {other.id}")
+        edit = _operator_edit(src, node.left, node.comparators[0], new)
+        edits.append(edit)
+        old = "==" if equal else "!="
+        descriptions.append(_before_after(src, node, edit, f"type(...) {old} T -> {new} T"))
     return edits, descriptions
 
 
@@ -857,7 +826,10 @@ def _handler_of(src: _Source, node: ast.Raise) -> tuple[ast.ExceptHandler | None
         if isinstance(parent, _SCOPES):
             problem = problem or "the raise is inside a nested function or class"
         if isinstance(parent, ast.Try | ast.TryStar) and child in parent.finalbody:
-            problem = problem or "the raise is in a finally block, which may be handling another exception"
+            problem = (
+                problem
+                or "the raise is in a finally block, which may be handling another exception"
+            )
     return None, None
 
 
@@ -885,9 +857,12 @@ def _b904(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
             raise RewriteRefused(f"the raise re-raises the caught exception {name} itself")
         handler_body = ast.Module(body=handler.body, type_ignores=[])
         if any(bound == name for bound, _ in _bound_names(handler_body)):
-            raise RewriteRefused(f"the handler rebinds {name}, so it may not be the caught exception")
-        edits.append(_Edit(src.end(node), src.end(node), f" from {name}"))
-        descriptions.append(f"raise ... -> raise ... from {name}")
+            raise RewriteRefused(
+                f"the handler rebinds {name}, so it may not be the caught exception"
+            )
+        edit = _Edit(src.end(node), src.end(node), f" from {name}")
+        edits.append(edit)
+        descriptions.append(_before_after(src, node, edit, f"raise ... -> raise ... from {name}"))
     if not edits:
         raise _nothing_on("raise inside an except clause", line)
     return edits, descriptions
@@ -901,8 +876,6 @@ def _statement_lists(node: ast.AST) -> Iterator[list[ast.stmt]]:
         value = getattr(node, field, None)
         if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
             yield value
-    for case in getattr(node, "cases", []):
-        yield case.body
 
 
 def _e701(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
@@ -916,9 +889,8 @@ def _e701(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
             if colon is None or colon.string != ":" or src.line_of(colon.start) != line:
                 continue
             only = first if len(body) == 1 else None
-            if isinstance(only, ast.Expr) and isinstance(only.value, ast.Constant):
-                if only.value.value is Ellipsis:
-                    continue  # ruff accepts `class C: ...`
+            if isinstance(only, ast.Expr) and _is_constant(only.value, Ellipsis):
+                continue  # ruff accepts `class C: ...`
             header = src.logical_line_start(colon)
             indent = src.text[src.line_start(src.line_of(header.start)) : header.start]
             if indent.strip():
@@ -935,7 +907,7 @@ def _e702(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
     for node in ast.walk(src.tree):
         for body in _statement_lists(node):
             run_start = body[0]
-            for before, after in zip(body, body[1:]):
+            for before, after in itertools.pairwise(body):
                 if after.lineno != before.end_lineno:
                     run_start = after
                     continue

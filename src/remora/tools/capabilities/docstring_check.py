@@ -93,6 +93,7 @@ def docstring_check(
         "qualname": qualname,
         "style": chosen,
         "has_docstring": docstring is not None,
+        "summary": parse_docstring(docstring).summary if docstring is not None else None,
         "clean": docstring is not None and not problems,
         "problems": problems,
         "missing_params": missing,

@@ -121,20 +121,22 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
 
     When a test fails with the edits and passes without them, the edits of this file are
     undone (``reverted``); failures that happen either way are reported, not blamed.
-    ``changed`` says whether the file differs from the project's after that.
+    ``changed`` says whether the file differs from the project's after that, ``fixed``
+    how many issues of each code the edits removed.
     """
-    relative, _, _ = _python_source(ctx, path)
+    relative, text, _ = _python_source(ctx, path)
     tests = module_tests(ctx, relative)
+    original = _base_content(ctx, relative)
     result: dict[str, Any] = {
         "path": relative,
         "tests": tests,
         "ok": True,
         "changed": relative in ctx.store.changed_paths(),
+        "fixed": _fixed_codes(ctx, relative, original, text),
         "reverted": False,
         "broken": [],
         "failing_anyway": [],
     }
-    original = _base_content(ctx, relative)
     if not tests or original is None or not result["changed"]:
         return result
     failing = _failing(pytest_run(ctx, tests))
@@ -146,10 +148,25 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     broken = [nodeid for nodeid in failing if nodeid not in still]
     result["failing_anyway"] = sorted(still)
     if broken:
-        result.update(ok=False, changed=False, reverted=True, broken=broken)
+        result.update(ok=False, changed=False, fixed={}, reverted=True, broken=broken)
     else:
         ctx.store.write(relative, edited)
     return result
+
+
+def _fixed_codes(
+    ctx: CapabilityContext, relative: str, original: bytes | None, text: str
+) -> dict[str, int]:
+    """Issues per code in the project's version of the file that the current one lacks."""
+    if original is None:
+        return {}
+    before_text = original.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    if before_text == text:
+        return {}
+    with _Linter(ctx, relative) as linter:
+        before = Counter(_identity(item)[0] for item in linter.raw(before_text))
+        after = Counter(_identity(item)[0] for item in linter.raw(text))
+    return dict(sorted((before - after).items()))
 
 
 def module_tests(ctx: CapabilityContext, relative: str) -> list[str]:
