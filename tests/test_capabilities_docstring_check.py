@@ -116,11 +116,15 @@ def test_what_docstring_set_writes_is_clean(ctx: CapabilityContext, style: str) 
         ("x" * 120, "f", "too_long"),
         ("Return the user's display name from the profile.", "get_user_name", None),
         ("Parse an ISO date string into a date.", "parse", None),
+        ("One line in the imperative mood: what the code does.", "total", "copies_text"),
+        ("function total(prices); returns a value.", "total", "copies_text"),
+        ("Add up the prices in the imperative mood.", "total", None),
     ],
 )
 def test_a_summary_must_say_more_than_the_name(
     ctx: CapabilityContext, summary: str, name: str, problem: str | None
 ) -> None:
-    checked = docstring_summary_check(ctx, summary, name)
+    avoid = ["One line in the imperative mood: what the code does and returns."]
+    checked = docstring_summary_check(ctx, summary, name, avoid)
     assert checked["problem"] == problem
     assert checked["ok"] is (problem is None)

@@ -456,9 +456,7 @@ def test_choices_survive_a_mistake_turn() -> None:
 
 
 def test_next_tools_narrow_the_next_turn_and_bind_the_validator() -> None:
-    linter = ToolResult(
-        outcome="success", summary="1 issue", next_tools=["apply_fix", "read_file"]
-    )
+    linter = ToolResult(outcome="success", summary="1 issue", next_tools=["apply_fix", "read_file"])
     outcome = run(
         [
             call("run_linter"),

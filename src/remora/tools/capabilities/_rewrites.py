@@ -249,9 +249,7 @@ class _Source:
         return {name for name, _ in _bound_names(self.tree)}
 
     def star_import(self) -> bool:
-        return any(
-            isinstance(node, ast.alias) and node.name == "*" for node in ast.walk(self.tree)
-        )
+        return any(isinstance(node, ast.alias) and node.name == "*" for node in ast.walk(self.tree))
 
     def defines_eq(self) -> bool:
         return any(

@@ -17,6 +17,7 @@ TOOL_301 ruff or pydoclint failed.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import re
 import sys
@@ -102,14 +103,18 @@ def docstring_check(
 
 
 @capability
-def docstring_summary_check(ctx: CapabilityContext, summary: str, name: str) -> dict[str, Any]:
+def docstring_summary_check(
+    ctx: CapabilityContext, summary: str, name: str, avoid: list[str] | None = None
+) -> dict[str, Any]:
     """Whether ``summary`` says more than the name ``name`` already does.
 
-    ``problem`` is None for a usable summary, else ``empty``, ``repeats_name`` (no word
-    beyond the name's own and filler words), ``too_long`` (over 100 characters) or
-    ``multi_line``.
+    ``problem`` is None for a usable summary, else ``empty``, ``multi_line``, ``too_long``
+    (over 100 characters), ``copies_text`` (mostly words copied from one of the ``avoid``
+    texts, such as the tool's own instructions, or the signature) or ``repeats_name``
+    (no word beyond the name's own and filler words).
     """
     text = " ".join(str(summary or "").split())
+    words = _WORD.findall(text.lower())
     problem: str | None = None
     if not text.strip(" .\"'"):
         problem = "empty"
@@ -117,14 +122,29 @@ def docstring_summary_check(ctx: CapabilityContext, summary: str, name: str) -> 
         problem = "multi_line"
     elif len(text) > 100:
         problem = "too_long"
-    else:
-        own: set[str] = set()
-        for part in _CAMEL.findall(name.replace("_", " ")):
-            own |= _forms(part.lower())
-        words = [w for w in _WORD.findall(text.lower()) if w not in _FILLER]
-        if all(_forms(word) & own for word in words):
-            problem = "repeats_name"
+    elif _repeats(words, name):
+        problem = "repeats_name"
+    elif f"{name}(" in text or any(_copied(words, other) for other in avoid or []):
+        problem = "copies_text"
     return {"ok": problem is None, "problem": problem, "summary": text}
+
+
+def _repeats(words: list[str], name: str) -> bool:
+    """Whether every word that is not filler is a form of a word of ``name``."""
+    own: set[str] = set()
+    for part in _CAMEL.findall(name.replace("_", " ")):
+        own |= _forms(part.lower())
+    return all(_forms(word) & own for word in words if word not in _FILLER)
+
+
+def _copied(words: list[str], other: str) -> bool:
+    """Whether at least 70% of ``words`` come, in order, from ``other``."""
+    theirs = _WORD.findall(other.lower())
+    if not words or not theirs:
+        return False
+    matcher = difflib.SequenceMatcher(a=words, b=theirs, autojunk=False)
+    shared = sum(block.size for block in matcher.get_matching_blocks())
+    return shared >= 0.7 * len(words)
 
 
 def _forms(word: str) -> set[str]:

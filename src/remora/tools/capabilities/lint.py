@@ -104,7 +104,9 @@ def lint_fix(ctx: CapabilityContext, path: str, code: str, line: int) -> dict[st
                 and fix_allowed(item, unsafe)
             ]
             new_text, _ = apply_edits(text, items)
-            description = str((items[0].get("fix") or {}).get("message") or f"ruff's fix for {rule}")
+            description = str(
+                (items[0].get("fix") or {}).get("message") or f"ruff's fix for {rule}"
+            )
         remaining = _verified(linter, rule, row, text, new_text, raw)
     write_text(ctx, relative, new_text, bom=bom)
     report = _report(relative, remaining)
@@ -255,7 +257,13 @@ class _Linter:
         code = str(item.get("code") or "invalid-syntax")
         row = int((item.get("location") or {}).get("row", 0))
         kind, note = self._fix_kind(text, code, row, item)
-        return {"code": code, "line": row, "message": item.get("message", ""), "fix": kind, "note": note}
+        return {
+            "code": code,
+            "line": row,
+            "message": item.get("message", ""),
+            "fix": kind,
+            "note": note,
+        }
 
     def _fix_kind(
         self, text: str, code: str, row: int, item: dict[str, Any]
@@ -356,7 +364,9 @@ def _not_reported(rule: str, row: int, issues: list[dict[str, Any]]) -> ToolErro
 def _one_code(code: str) -> str:
     codes = parse_codes(code)
     if len(codes) != 1 or not any(ch.isdigit() for ch in codes[0]):
-        raise ToolError("TOOL_306", f"'{code}' is not a single rule code", "pass a code like 'F401'")
+        raise ToolError(
+            "TOOL_306", f"'{code}' is not a single rule code", "pass a code like 'F401'"
+        )
     return codes[0]
 
 
@@ -364,7 +374,9 @@ def _python_source(ctx: CapabilityContext, path: str) -> tuple[str, str, bool]:
     relative, text, bom = read_source(ctx, path)
     if not relative.endswith((".py", ".pyi")):
         raise ToolError(
-            "TOOL_306", f"the lint tools edit Python files only, not '{relative}'", "pass a .py file"
+            "TOOL_306",
+            f"the lint tools edit Python files only, not '{relative}'",
+            "pass a .py file",
         )
     return relative, text, bom
 
