@@ -73,14 +73,14 @@ def test_the_ideal_sequence_fixes_everything_and_the_tests_still_pass(project: P
 def test_a_failed_fix_is_reported_and_the_model_goes_on(project: Path) -> None:
     script = [
         IDEAL[0],
-        call("apply_fix", code="F401", line=3),  # F401 is on line 1: the tool says so
+        call("apply_fix", code="E501", line=3),  # not reported: the tool says what is
         *IDEAL[1:],
     ]
     outcome = run_operation(project, "lint", "pkg/mod.py", script)
     assert outcome.result.status == "success"
     assert outcome.tools.errors == 1
     first_error = outcome.tool_summaries[1]
-    assert "no F401 on line 3" in first_error and "line(s) 1" in first_error
+    assert "no E501 on line 3" in first_error and "B006 line 5" in first_error
 
 
 def test_an_invalid_argument_is_refused_before_any_tool_runs(project: Path) -> None:

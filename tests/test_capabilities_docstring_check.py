@@ -98,6 +98,13 @@ def test_pydoclint_findings_are_kept_per_node(ctx: CapabilityContext) -> None:
     assert docstring_check(ctx, "mod.py", "good")["clean"] is True
 
 
+def test_a_file_with_thousands_of_findings_is_checked(tmp_path: Path) -> None:
+    bare = "".join(f"def f{index}(a):\n    return a\n\n\n" for index in range(600))
+    root = write_tree(tmp_path / "proj", {"big.py": bare})
+    report = docstring_check(capability_context(root), "big.py", "f599")
+    assert _codes(report) == {"missing", "D103"}
+
+
 @pytest.mark.parametrize("style", ["google", "numpy", "sphinx"])
 def test_what_docstring_set_writes_is_clean(ctx: CapabilityContext, style: str) -> None:
     docstring_set(ctx, "mod.py", "bare", "Return x unless it is truthy.", style=style)

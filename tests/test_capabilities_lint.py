@@ -120,9 +120,8 @@ def test_every_fixable_issue_can_be_fixed_in_turn(ctx: CapabilityContext) -> Non
 
 def test_a_wrong_line_or_a_manual_issue_is_refused_with_a_hint(ctx: CapabilityContext) -> None:
     with pytest.raises(ToolError) as wrong:
-        lint_fix(ctx, "pkg/mod.py", "F401", 2)
+        lint_fix(ctx, "pkg/mod.py", "F999", 2)
     assert wrong.value.code == "TOOL_302"
-    assert "line(s) 1" in (wrong.value.hint or "")
     with pytest.raises(ToolError) as manual:
         lint_fix(ctx, "pkg/mod.py", "E741", 17)
     assert manual.value.code == "TOOL_303"
@@ -130,6 +129,21 @@ def test_a_wrong_line_or_a_manual_issue_is_refused_with_a_hint(ctx: CapabilityCo
         lint_fix(ctx, "pkg/mod.py", "F4O1; rm", 1)
     assert bad.value.code == "TOOL_306"
     assert ctx.store.changed_paths() == []
+
+
+def test_a_code_reported_on_one_line_corrects_a_wrong_line(ctx: CapabilityContext) -> None:
+    done = lint_fix(ctx, "pkg/mod.py", "F401", 6)
+    assert done["fixed"]["line"] == 1 and done["fixed"]["asked_line"] == 6
+    assert "import os" not in read_file(ctx, "pkg/mod.py")
+
+
+def test_a_code_on_several_lines_needs_the_right_one(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"mod.py": "import os\nimport sys\n"})
+    ctx = capability_context(root)
+    with pytest.raises(ToolError) as wrong:
+        lint_fix(ctx, "mod.py", "F401", 5)
+    assert wrong.value.code == "TOOL_302"
+    assert "line(s) 1, 2" in (wrong.value.hint or "")
 
 
 def test_a_refused_rewrite_is_manual_and_never_falls_back_to_ruff(tmp_path: Path) -> None:

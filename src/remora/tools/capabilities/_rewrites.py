@@ -44,9 +44,10 @@ E721  ``type(x) == T`` -> ``type(x) is T`` (``!=`` -> ``is not``) for a builtin 
       ``isinstance(Mock(spec=bool), bool)`` is true where ``type(...) == bool`` is false.
 B904  ``raise X(...)`` in ``except E as err:`` -> ``raise X(...) from err``. This only sets
       ``__cause__`` (the traceback says "direct cause" instead of "during handling").
-      Refused without an ``as`` name, for a bare or already chained raise, for raising the
-      caught exception itself, inside a nested function, class or ``finally``, and when
-      the handler rebinds the name.
+      The name is the nearest handler's. Refused without an ``as`` name, for a bare or
+      already chained raise, for raising the caught exception itself, inside a nested
+      function or class or a nested try's body/else/finally, and when the handler rebinds
+      the name.
 E701  ``if x: y`` -> the body on its own indented line, and
 E702  ``a; b`` -> one statement per line. Pure layout: kept only when the new module's AST
       equals the old one (positions aside).
@@ -249,7 +250,8 @@ class _Source:
         return {name for name, _ in _bound_names(self.tree)}
 
     def star_import(self) -> bool:
-        return any(isinstance(node, ast.alias) and node.name == "*" for node in ast.walk(self.tree))
+        nodes = ast.walk(self.tree)
+        return any(isinstance(node, ast.alias) and node.name == "*" for node in nodes)
 
     def defines_eq(self) -> bool:
         return any(
@@ -347,6 +349,9 @@ def _short(code: str, fallback: str = "...") -> str:
 
 def _nothing_on(what: str, line: int) -> RewriteRefused:
     return RewriteRefused(f"there is no {what} on line {line}")
+
+
+_IN_FSTRING = "the comparison is inside an f-string, whose positions Python 3.11 misreports"
 
 
 def _operator_edit(src: _Source, left: ast.expr, right: ast.expr, new: str) -> _Edit:
@@ -683,7 +688,7 @@ def _e711(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
     descriptions: list[str] = []
     for node in matches:
         if src.in_fstring(node) and sys.version_info < (3, 12):
-            raise RewriteRefused("the comparison is inside an f-string")
+            raise RewriteRefused(_IN_FSTRING)
         equal = isinstance(node.ops[0], ast.Eq)
         new = "is" if equal else "is not"
         edit = _operator_edit(src, node.left, node.comparators[0], new)
@@ -802,7 +807,7 @@ def _e721(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
             if name in bound:
                 raise RewriteRefused(f"the module rebinds {name}, so it may not be the builtin")
         if src.in_fstring(node) and sys.version_info < (3, 12):
-            raise RewriteRefused("the comparison is inside an f-string")
+            raise RewriteRefused(_IN_FSTRING)
         equal = isinstance(node.ops[0], ast.Eq)
         new = "is" if equal else "is not"
         edit = _operator_edit(src, node.left, node.comparators[0], new)
@@ -823,10 +828,10 @@ def _handler_of(src: _Source, node: ast.Raise) -> tuple[ast.ExceptHandler | None
             return parent, problem
         if isinstance(parent, _SCOPES):
             problem = problem or "the raise is inside a nested function or class"
-        if isinstance(parent, ast.Try | ast.TryStar) and child in parent.finalbody:
-            problem = (
-                problem
-                or "the raise is in a finally block, which may be handling another exception"
+        if isinstance(parent, ast.Try | ast.TryStar) and not isinstance(child, ast.ExceptHandler):
+            problem = problem or (
+                "the raise is in a nested try, else or finally block, where the exception"
+                " in flight may be another one (ruff does not report it there)"
             )
     return None, None
 

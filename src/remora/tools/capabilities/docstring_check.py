@@ -38,6 +38,7 @@ from remora.tools.process import run_command, scrubbed_env
 CONVENTIONS = {"google": "google", "numpy": "numpy", "sphinx": "pep257"}
 _TYPE_HINT_CODES = frozenset({"DOC105", "DOC106", "DOC107", "DOC108", "DOC109", "DOC110", "DOC111"})
 _MODULE_CODES = frozenset({"D100", "D104"})
+_OUTPUT_LIMIT = 8_000_000  # reports cover the whole file; this node's part is kept
 _PYDOCLINT_LINE = re.compile(r"^\s+(\d+): (DOC\d+): (.*)$")
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
@@ -192,6 +193,7 @@ def _ruff_problems(
             timeout=ctx.config.subprocess_timeout,
             what="ruff",
             input_data=text.encode("utf-8"),
+            output_limit=_OUTPUT_LIMIT,
         )
     try:
         items = json.loads(result.stdout)
@@ -231,6 +233,7 @@ def _pydoclint_problems(
             env=scrubbed_env(Path(home)),
             timeout=ctx.config.subprocess_timeout,
             what="pydoclint",
+            output_limit=_OUTPUT_LIMIT,
         )
     if result.returncode not in (0, 1):
         raise ToolError(

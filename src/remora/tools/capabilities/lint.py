@@ -72,6 +72,7 @@ def lint_issues(ctx: CapabilityContext, path: str) -> dict[str, Any]:
 def lint_fix(ctx: CapabilityContext, path: str, code: str, line: int) -> dict[str, Any]:
     """Fix the issue ``code`` on ``line`` (every such issue on that line) and verify it.
 
+    When ``code`` is reported on one line only, a wrong ``line`` is corrected to it.
     Nothing is written unless the file still parses, the issue is gone and no new issue
     appeared. The result has the fix applied, the diff and the issues that remain.
     """
@@ -82,8 +83,15 @@ def lint_fix(ctx: CapabilityContext, path: str, code: str, line: int) -> dict[st
         raw = linter.raw(text)
         issues = [linter.classify(text, item) for item in raw]
         here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
+        asked = row
         if not here:
-            raise _not_reported(rule, row, issues)
+            # A small model often pairs a code with the line of a neighbouring issue; when
+            # the code is reported on one line only, that is the issue it means.
+            lines = {issue["line"] for issue in issues if issue["code"] == rule}
+            if len(lines) != 1:
+                raise _not_reported(rule, row, issues)
+            row = lines.pop()
+            here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
         kind: FixKind = here[0]["fix"]
         if kind == "manual":
             raise ToolError(
@@ -110,8 +118,11 @@ def lint_fix(ctx: CapabilityContext, path: str, code: str, line: int) -> dict[st
         remaining = _verified(linter, rule, row, text, new_text, raw)
     write_text(ctx, relative, new_text, bom=bom)
     report = _report(relative, remaining)
+    fixed = {"code": rule, "line": row, "fix": kind, "description": description}
+    if asked != row:
+        fixed["asked_line"] = asked
     return {
-        "fixed": {"code": rule, "line": row, "fix": kind, "description": description},
+        "fixed": fixed,
         "diff": bounded_diff(relative, text, new_text, context=1),
         **report,
     }
