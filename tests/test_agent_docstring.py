@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from remora.testing import call
-from tests.support.agent_run import run_operation
 from tests.stores import write_tree
+from tests.support.agent_run import run_operation
 
 MODULE = '''"""Prices."""
 

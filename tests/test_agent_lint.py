@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from remora.testing import call
-from tests.support.agent_run import ToolOutcomes, run_operation
 from tests.stores import write_tree
+from tests.support.agent_run import ToolOutcomes, run_operation
 
 MODULE = """import os
 import sys

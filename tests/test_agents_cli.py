@@ -52,7 +52,7 @@ def test_list_agents_table_shows_user_agents_and_problems(
     agents = user_agents(tmp_path, broken=True)
     result = run_cli(["--set", f"agents.dirs=[{agents}]", "list-agents"], capsys)
     assert result.code == 0, result.err
-    assert "harness" in result.out
+    assert "harness" in result.out and "docstring" in result.out
     assert "echo (read)" in result.out
     assert "mine" in result.out
     assert "1 problem(s)" in result.out
@@ -67,7 +67,7 @@ def test_list_agents_marks_shadowed_bundled_agent(
     result = run_cli(
         ["--set", f"agents.dirs=[{tmp_path / 'agents'}]", "list-agents", "-f", "json"], capsys
     )
-    rows = json.loads(result.out)
+    rows = [row for row in json.loads(result.out) if row["name"] == "harness"]
     assert [(row["name"], row["source"], row["shadowed_by"]) for row in rows] == [
         ("harness", "bundled", str(tmp_path / "agents")),
         ("harness", str(tmp_path / "agents"), None),

@@ -27,6 +27,10 @@ PATH_CALLS: dict[str, PathCall] = {
     "pytest_run": lambda caps, p: caps["pytest_run"](paths=[p]),
     "docstring_get": lambda caps, p: caps["docstring_get"](path=p, qualname="f"),
     "docstring_set": lambda caps, p: caps["docstring_set"](path=p, qualname="f", summary="S."),
+    "docstring_check": lambda caps, p: caps["docstring_check"](path=p, qualname="f"),
+    "lint_issues": lambda caps, p: caps["lint_issues"](path=p),
+    "lint_fix": lambda caps, p: caps["lint_fix"](path=p, code="F401", line=1),
+    "lint_verify": lambda caps, p: caps["lint_verify"](path=p),
     "call_function": lambda caps, p: caps["call_function"](
         module_path=p, qualname="f", args_json="[]"
     ),

@@ -27,6 +27,11 @@ EXPECTED = {
     "python_signature",
     "docstring_get",
     "docstring_set",
+    "docstring_check",
+    "docstring_summary_check",
+    "lint_issues",
+    "lint_fix",
+    "lint_verify",
     "call_function",
 }
 

@@ -171,7 +171,7 @@ def test_fix_that_would_break_syntax_is_refused(
             ],
         },
     }
-    monkeypatch.setattr(ruff, "_run", lambda *args, **kwargs: [bad_fix])
+    monkeypatch.setattr(ruff, "run_ruff", lambda *args, **kwargs: [bad_fix])
     with pytest.raises(ToolError) as info:
         ruff_fix(ctx, "messy.py", "F401", line=1)
     assert info.value.code == "TOOL_305"

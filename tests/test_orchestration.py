@@ -61,15 +61,15 @@ def test_plan_honours_enabled_and_ops_and_reports_what_cannot_run(project: Path)
     agents = load_agents(config.agents.dirs)
     found = nodes(project)
     default = plan_jobs(config, agents, found)
-    assert default.operations == ["marker"]  # lint, docstring, ... have no agent yet
-    assert [p.operation for p in default.problems] == ["lint", "docstring", "test", "sample_data"]
+    assert default.operations == ["lint", "docstring", "marker"]
+    assert [p.operation for p in default.problems] == ["test", "sample_data"]  # no agent yet
     explicit = plan_jobs(config, agents, found, ["harness"])
     assert explicit.operations == ["harness"]  # --ops wins over enabled: false
-    broken = plan_jobs(config, agents, found, ["markr", "lint"])
+    broken = plan_jobs(config, agents, found, ["markr", "test"])
     assert broken.jobs == []
-    assert [p.operation for p in broken.problems] == ["markr", "lint"]
+    assert [p.operation for p in broken.problems] == ["markr", "test"]
     assert "did you mean 'marker'" in broken.problems[0].hint
-    assert "no agent named 'lint'" in broken.problems[1].message
+    assert "no agent named 'test'" in broken.problems[1].message
 
 
 def run(project: Path, config: RemoraConfig, policy: Policy, **kwargs: object):  # type: ignore[no-untyped-def]

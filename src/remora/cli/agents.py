@@ -47,11 +47,11 @@ def list_agents_command(
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     table = Table(title=f"{len(rows)} agent(s)")
-    table.add_column("agent", style="bold")
-    table.add_column("node types")
-    table.add_column("tools (effect)", no_wrap=True)
-    table.add_column("turns", justify="right")
-    table.add_column("adapter", overflow="fold")
+    table.add_column("agent", style="bold", no_wrap=True)
+    table.add_column("nodes", no_wrap=True)
+    table.add_column("tools (effect)")
+    table.add_column("turns", justify="right", no_wrap=True)
+    table.add_column("adapter", overflow="fold", min_width=7)
     table.add_column("status", no_wrap=True)
     for row in rows:
         origin = "bundled" if row["source"] == "bundled" else "user"
@@ -64,10 +64,10 @@ def list_agents_command(
             status += "\n[dim]shadowed[/dim]"
         table.add_row(
             agent,
-            ", ".join(row["applies_to"]),
+            "\n".join(row["applies_to"]),
             tools,
             str(row["max_turns"] or ""),
-            Path(row["adapter"]).name if row["adapter"] else "base model",
+            Path(row["adapter"]).name if row["adapter"] else "none",
             status,
         )
     console.print(table)

@@ -43,9 +43,45 @@ _PYDOCLINT_LINE = re.compile(r"^\s+(\d+): (DOC\d+): (.*)$")
 _WORD = re.compile(r"[a-z0-9]+")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
 _FILLER = frozenset(
-    "a an the this that it its of for to and or in on with from by as is are be "
-    "function method class do does run runs call calls perform performs handle handles "
-    "given value values".split()
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "it",
+        "its",
+        "of",
+        "for",
+        "to",
+        "and",
+        "or",
+        "in",
+        "on",
+        "with",
+        "from",
+        "by",
+        "as",
+        "is",
+        "are",
+        "be",
+        "function",
+        "method",
+        "class",
+        "do",
+        "does",
+        "run",
+        "runs",
+        "call",
+        "calls",
+        "perform",
+        "performs",
+        "handle",
+        "handles",
+        "given",
+        "value",
+        "values",
+    ]
 )
 
 
