@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from remora.tools.capabilities.docstring_check import docstring_check, docstring_summary_check
+from remora.tools.capabilities.lint import lint_issues
 from tests.cli_helpers import run_cli
+from tests.stores import capability_context, write_tree
 
 SAMPLE = Path(__file__).parent.parent / "examples" / "sample_project"
 
@@ -29,3 +34,49 @@ def test_harness_command_on_the_embedded_model(capsys: pytest.CaptureFixture[str
         assert episode["status"] == "success", episode
         assert episode["prompt_tokens"] > episode["cached_prompt_tokens"] > 0
         assert episode["completion_tokens"] > 0
+
+
+LINT_MODULE = "import os\nimport sys\n\n\ndef argv():\n    return sys.argv\n"
+DOC_MODULE = "def scale(values, factor):\n    return [value * factor for value in values]\n"
+
+
+def _analyze(project: Path, ops: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    result = run_cli(
+        ["analyze", str(project), "--ops", ops, "--auto-accept", "--format", "json"], capsys
+    )
+    assert result.code in (0, 1), result.err
+    manifest: dict[str, Any] = json.loads(result.out)
+    return manifest
+
+
+@pytest.mark.model
+def test_lint_agent_on_the_embedded_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = write_tree(tmp_path / "proj", {"tool.py": LINT_MODULE})
+    monkeypatch.chdir(project)
+    [job] = _analyze(project, "lint", capsys)["jobs"]
+    assert job["status"] in ("success", "failed"), job
+    assert job["telemetry"]["turns"] >= 1
+    text = (project / "tool.py").read_text()
+    ast.parse(text)  # whatever was accepted still parses
+    after = lint_issues(capability_context(project), "tool.py")
+    assert after["count"] <= 1 and "noqa" not in text
+    assert (job["status"] == "success") == (after["count"] == 0)
+
+
+@pytest.mark.model
+def test_docstring_agent_on_the_embedded_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = write_tree(tmp_path / "proj", {"scaling.py": DOC_MODULE})
+    monkeypatch.chdir(project)
+    [job] = _analyze(project, "docstring", capsys)["jobs"]
+    assert job["status"] in ("success", "failed"), job
+    checked = docstring_check(capability_context(project), "scaling.py", "scale")
+    if job["status"] == "success":
+        assert checked["clean"], checked["problems"]
+        summary = checked["summary"]
+        assert docstring_summary_check(capability_context(project), summary, "scale")["ok"]
+    else:
+        assert (project / "scaling.py").read_text() == DOC_MODULE  # a failure changes nothing
