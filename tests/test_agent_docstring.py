@@ -110,6 +110,22 @@ def test_clean_and_private_nodes_are_skipped_without_the_model(project: Path) ->
     assert "include_private" in private.result.summary
 
 
+def test_test_code_is_skipped_unless_asked(tmp_path: Path) -> None:
+    source = "def test_total():\n    assert sum([1]) == 1\n"
+    project = write_tree(tmp_path / "proj", {"tests/test_total.py": source})
+    skipped = run_operation(project, "docstring", "tests/test_total.py", [])
+    assert skipped.result.status == "skipped" and "include_tests" in skipped.result.summary
+    asked = run_operation(
+        project,
+        "docstring",
+        "tests/test_total.py",
+        [call("read_signature"), call("write_docstring", summary="Check that sum adds one.")]
+        + [call("check_docstring"), call("submit_result", summary="done")],
+        options={"include_tests": True},
+    )
+    assert asked.result.status == "success", asked.result
+
+
 def test_missing_only_leaves_existing_docstrings_alone(project: Path) -> None:
     (project / "prices.py").write_text(
         MODULE.replace('"""Multiply two numbers.\n', '"""Multiply.\n\n    Args:\n        z: no.\n')
