@@ -71,6 +71,15 @@ def test_check_and_diff_report_proposed_changes(project: Path) -> None:
     assert len(runs) == 2 and all(run.status == "completed" for run in runs)
 
 
+def test_verbose_shows_every_tool_call_with_arguments_and_outcome(project: Path) -> None:
+    done = remora("-v", *MARKER, "analyze", "pkg/mod.py", "--ops", "marker", "-j", "1", cwd=project)
+    assert done.returncode == 0, done.stderr
+    lines = [line.strip() for line in done.stderr.splitlines() if " turn " in line]
+    assert len(lines) == 4  # mark and submit_result for each of two functions
+    assert any(line.endswith("turn 1: mark({}) -> success: marked first") for line in lines), lines
+    assert any('turn 2: submit_result({"summary": "done"}) -> success' in line for line in lines)
+
+
 def test_json_output_and_auto_accept(project: Path) -> None:
     done = remora(
         *MARKER,

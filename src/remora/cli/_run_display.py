@@ -26,7 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from remora.cli._app import OPTIONS, err_console
-from remora.events import Event, ToolCallEvent
+from remora.events import Event, ToolCallEvent, ToolResultEvent
 from remora.orchestration import PlannedJob, RunResult
 from remora.runner import AgentResult
 
@@ -34,21 +34,32 @@ _STATUS_STYLE = {"success": "green", "failed": "red", "skipped": "dim", "interru
 
 
 class ToolCallPrinter:
-    """An emitter for ``-v``: each tool call on stderr as it happens."""
+    """An emitter for ``-v``: each tool call on stderr with its arguments and its outcome."""
+
+    def __init__(self) -> None:
+        self._calls: dict[str, str] = {}
 
     def emit(self, event: Event) -> None:
+        job = event.job_id or ""
         if isinstance(event, ToolCallEvent):
-            arguments = json.dumps(event.arguments, ensure_ascii=False)
-            if len(arguments) > 120:
-                arguments = arguments[:117] + "..."
+            arguments = _clip(json.dumps(event.arguments, ensure_ascii=False), 120)
+            self._calls[job] = f"[bold]{escape(event.tool)}[/]({escape(arguments)})"
+        elif isinstance(event, ToolResultEvent):
+            call = self._calls.pop(job, f"[bold]{escape(event.tool)}[/]")
+            style = {"success": "green", "error": "red"}.get(event.outcome, "yellow")
+            first = _clip(" ".join(event.summary.split()), 100)
             err_console.print(
-                f"  [dim]{escape(event.job_id or '')}[/] turn {event.turn}: "
-                f"[bold]{escape(event.tool)}[/]({escape(arguments)})",
+                f"  [dim]{escape(job)}[/] turn {event.turn}: {call} "
+                f"-> [{style}]{event.outcome}[/]: {escape(first)}",
                 highlight=False,
             )
 
     def close(self) -> None:
         return None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class RunDisplay:
