@@ -119,8 +119,12 @@ def test_test_code_is_skipped_unless_asked(tmp_path: Path) -> None:
         project,
         "docstring",
         "tests/test_total.py",
-        [call("read_signature"), call("write_docstring", summary="Check that sum adds one.")]
-        + [call("check_docstring"), call("submit_result", summary="done")],
+        [
+            call("read_signature"),
+            call("write_docstring", summary="Check that sum adds one."),
+            call("check_docstring"),
+            call("submit_result", summary="done"),
+        ],
         options={"include_tests": True},
     )
     assert asked.result.status == "success", asked.result

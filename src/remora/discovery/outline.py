@@ -18,6 +18,8 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from remora import pyast
+
 FALLBACK_LINES = 20
 """Lines the fallback for unparsable text shows."""
 MAX_HEADER_CHARS = 200
@@ -81,7 +83,7 @@ def outline_entries(text: str, first_line: int = 1) -> list[str] | None:
 def _parse(text: str) -> tuple[str, list[ast.stmt], int] | None:
     """(source parsed, its top statements, lines added in front), or None."""
     try:
-        return text, ast.parse(text).body, 0
+        return text, pyast.parse(text).body, 0
     except (SyntaxError, ValueError):
         pass
     first = next((line for line in text.splitlines() if line.strip()), "")
@@ -89,7 +91,7 @@ def _parse(text: str) -> tuple[str, list[ast.stmt], int] | None:
         return None
     source = "if True:\n" + text
     try:
-        block = ast.parse(source).body
+        block = pyast.parse(source).body
     except (SyntaxError, ValueError):
         return None
     if len(block) != 1 or not isinstance(block[0], ast.If):

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from remora import pyast
 from remora.model.base import ModelResponse, ToolCall
 from remora.model.functiongemma import END_CALL, END_RESPONSE, ESCAPE, START_CALL, START_RESPONSE
 
@@ -548,7 +549,7 @@ def _calls_from_pythonic(text: str) -> _Found:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(source, mode="eval")
+            tree = pyast.parse(source, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return found
     nodes = tree.body.elts if isinstance(tree.body, ast.List | ast.Tuple) else [tree.body]

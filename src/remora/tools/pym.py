@@ -66,6 +66,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
+from remora import pyast
 from remora.contracts import SYSTEM_INPUTS
 from remora.errors import AgentDefinitionError
 from remora.tools.capabilities import CAPABILITIES, Capability
@@ -244,7 +245,7 @@ def parse_pym(source: str, path: Path | str) -> PymScript:
     path = Path(path)
     label = str(path)
     try:
-        tree = ast.parse(source, filename=label)
+        tree = pyast.parse(source, filename=label)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         reason = exc.msg if isinstance(exc, SyntaxError) else str(exc) or type(exc).__name__
         problem = Diagnostic(
@@ -657,7 +658,7 @@ def annotation_schema(node: ast.expr) -> dict[str, Any]:
     """The JSON schema of an input annotation; raises ``_Unsupported`` for anything else."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         try:
-            inner = ast.parse(node.value, mode="eval").body
+            inner = pyast.parse(node.value, mode="eval").body
         except SyntaxError:
             raise _Unsupported("the string annotation is not valid Python") from None
         return annotation_schema(inner)
@@ -920,7 +921,7 @@ def check_pym(
 
 
 def _first_call_line(source: str, name: str) -> int:
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(pyast.parse(source)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
             return node.lineno
     return 1

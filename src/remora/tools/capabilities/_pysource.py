@@ -15,6 +15,7 @@ import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from remora import pyast
 from remora.errors import ToolError
 
 Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
@@ -36,7 +37,7 @@ class Located:
 def parse_python(text: str, where: str = "the source") -> ast.Module:
     """``ast.parse`` with TOOL_106 naming the line of the first syntax error."""
     try:
-        return ast.parse(text)
+        return pyast.parse(text)
     except SyntaxError as exc:
         raise ToolError(
             "TOOL_106",
@@ -50,7 +51,7 @@ def parse_python(text: str, where: str = "the source") -> ast.Module:
 def syntax_error(text: str) -> str | None:
     """A one-line description of the first syntax error in ``text``, or None."""
     try:
-        ast.parse(text)
+        pyast.parse(text)
     except SyntaxError as exc:
         return f"line {exc.lineno}: {exc.msg}"
     except ValueError as exc:

@@ -65,6 +65,8 @@ import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from remora import pyast
+
 
 @dataclass(frozen=True)
 class Rewrite:
@@ -116,7 +118,7 @@ def rewrite(source: str, code: str, line: int) -> Rewrite:
     edits, descriptions = rule(src, line)
     text = _apply(source, edits)
     try:
-        new_tree = ast.parse(text)
+        new_tree = pyast.parse(text)
     except (SyntaxError, ValueError) as exc:
         raise RewriteRefused(f"the rewritten source would not parse ({exc})") from None
     if code in _LAYOUT_ONLY and ast.dump(new_tree) != ast.dump(src.tree):
@@ -135,7 +137,7 @@ class _Source:
         if re.search(r"\r(?!\n)", text):
             raise RewriteRefused("the file has bare \\r line endings, which are not rewritten")
         try:
-            self.tree = ast.parse(text)
+            self.tree = pyast.parse(text)
         except (SyntaxError, ValueError) as exc:
             raise RewriteRefused(f"the source does not parse ({exc})") from None
         self.text = text
