@@ -101,6 +101,15 @@ def test_an_invalid_argument_is_refused_before_any_tool_runs(project: Path) -> N
     assert "missing required argument 'summary'" in outcome.tool_summaries[1]
 
 
+def test_when_no_summary_is_usable_the_job_fails_and_changes_nothing(project: Path) -> None:
+    copied = call("write_docstring", summary="def apply_discount(price_cents, percent):")
+    script = [IDEAL[0], copied, call("submit_result", summary="done")]
+    outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
+    assert outcome.result.status == "failed"
+    assert "no summary the model proposed was usable" in (outcome.result.error or "")
+    assert outcome.changed == {}
+
+
 def test_clean_and_private_nodes_are_skipped_without_the_model(project: Path) -> None:
     clean = run_operation(project, "docstring", "prices.py", [], qualname="documented")
     assert clean.result.status == "skipped" and clean.model_calls == 0
