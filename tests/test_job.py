@@ -144,3 +144,21 @@ def test_a_file_node_too_large_for_the_context_is_outlined(tmp_path: Path) -> No
         MESSAGE_OVERHEAD + estimate_tokens(message.content) for message in first.messages
     )
     assert prompt <= config.model.context_size - config.model.max_tokens
+
+
+def test_a_template_without_the_node_text_fits_nothing(tmp_path: Path) -> None:
+    source = Path(textwrap.__file__).read_text(encoding="utf-8")
+    project = write_tree(tmp_path / "proj", {"textwrap.py": source})
+    config = RemoraConfig(model=ModelConfig(context_size=2048))
+    agent = load_agents()["lint"]
+    [node] = [n for n in discover([project], root=project).nodes if n.node_type == "file"]
+    model = ScriptedModel([call("submit_result", summary="nothing")])
+    job = Job(agent=agent, node=node, key=JobKey("lint", node.node_id, run_id="r1"))
+    with ToolRuntime(config.tools) as runtime:
+        result = asyncio.run(
+            run_job(job, model=model, runtime=runtime, store=overlay_store(project), config=config)
+        )
+    assert "node_outlined" not in result.details
+    assert model.requests[0].messages[1].content.strip() == (
+        "Python file textwrap.py. Call run_linter first."
+    )

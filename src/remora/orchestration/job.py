@@ -147,7 +147,7 @@ async def run_job(
         run_id=key.run_id,
         job_id=key.job_id,
     )
-    if fitted.cut:
+    if fitted is not None and fitted.cut:
         result.details["node_outlined"] = fitted.describe()
     return result
 
@@ -159,7 +159,7 @@ def _node_context(
     tools: list[LoopTool],
     settings: LoopSettings,
     count_tokens: TokenCounter | None,
-) -> tuple[str, FittedText]:
+) -> tuple[str, FittedText | None]:
     """The first user message, with the node text fitted to its share of the prompt.
 
     The share is :func:`~remora.orchestration.fit.node_budget` of the prompt budget after
@@ -168,6 +168,8 @@ def _node_context(
     """
     count = count_tokens or estimate_tokens
     render = job.agent.render_node_context
+    if "node_text" not in job.agent.initial_context.node_context:
+        return render(system), None  # the template does not show the node: nothing to fit
     catalog = json.dumps([tool.spec.model_dump() for tool in tools], ensure_ascii=False)
     fixed = (
         count(system_prompt)
