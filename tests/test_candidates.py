@@ -1,0 +1,182 @@
+"""Candidate argument sets proposed for characterizing one function, without running it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from remora.tools.capabilities._candidates import Candidate, callable_params, candidate_inputs
+
+
+def calls(candidates: list[Candidate]) -> list[tuple[list[Any], dict[str, Any], str]]:
+    return [(list(c.args), c.kwargs, c.source) for c in candidates]
+
+
+DOCTESTED = '''
+def scale(values, factor=2, *, options=None):
+    """Multiply.
+
+    >>> scale([1, 2], 3)
+    [3, 6]
+    >>> scale([1, [2, 3]], factor=0.5, options={"round": True, "tags": ["a"]})
+    ...
+    >>> scale(
+    ...     [4], 1)
+    >>> scale(VALUES, 2)
+    >>> scale((1, 2))
+    """
+    return values
+'''
+
+
+def test_doctests_come_first_and_are_parsed_exactly() -> None:
+    found = candidate_inputs(DOCTESTED, "scale")
+    assert calls(found[:3]) == [
+        ([[1, 2], 3], {}, "doctest"),
+        ([[1, [2, 3]]], {"factor": 0.5, "options": {"round": True, "tags": ["a"]}}, "doctest"),
+        ([[4], 1], {}, "doctest"),
+    ]
+    # A name and a tuple are not JSON literals: no candidate carries them.
+    assert all(c.source != "doctest" for c in found[3:])
+    # Then the defaults: the base set keeps factor and the keyword-only option at their defaults.
+    assert calls(found[3:4]) == [([[1, 2, 3], 2], {"options": None}, "default")]
+
+
+def test_call_sites_and_tests_are_labelled_and_non_literal_calls_skipped() -> None:
+    source = "def area(width, height=1):\n    return width * height\n"
+    project = {
+        "app/main.py": "from geo import area\narea(3, 4)\narea(x, 2)\narea(*dims)\n",
+        "app/other.py": "import geo\ngeo.area(5, height=6)\narea(1, 2, 3)\n",
+        "tests/test_geo.py": "def test_it():\n    assert area(7) == 7\n",
+        "tests/geo_test.py": "area(**kw)\narea(8, 9)\n",
+        "broken.py": "def (:\n",
+    }
+    found = candidate_inputs(source, "area", project)
+    assert calls(found[:4]) == [
+        ([3, 4], {}, "call_site"),
+        ([5], {"height": 6}, "call_site"),
+        ([8, 9], {}, "test"),
+        ([7], {}, "test"),
+    ]
+    assert all(c.source not in ("call_site", "test") for c in found[4:])
+
+
+def test_percent_range_check_gives_boundary_values() -> None:
+    source = (
+        "def discount(price, percent):\n"
+        "    if percent < 0 or percent > 100:\n"
+        "        raise ValueError(percent)\n"
+        "    return price * (100 - percent) // 100\n"
+    )
+    found = candidate_inputs(source, "discount", limit=20)
+    # The base set already takes the first boundary; the rest follow as literal variations.
+    assert found[0].args == (0, -1)
+    assert [c.args[1] for c in found if c.source == "literal"] == [0, 100, 101]
+    prices = {c.args[0] for c in found if c.source == "name"}
+    assert prices == {0, 1000}
+    assert 50 in {c.args[1] for c in found if c.source == "name"}
+
+
+def test_body_literals_membership_equality_and_keys() -> None:
+    source = (
+        "def handle(mode, record, level):\n"
+        "    if mode in ('fast', 'slow') or mode == 'off':\n"
+        "        return record['id'], record['name']\n"
+        "    if 10 <= level:\n"
+        "        return None\n"
+    )
+    found = candidate_inputs(source, "handle", limit=20)
+    assert found[0].args == ("fast", {"id": 1, "name": 1}, 9)
+    literal = [c.args for c in found if c.source == "literal"]
+    assert [a[0] for a in literal[:2]] == ["slow", "off"]
+    # mirrored ``10 <= level`` gives 9 (the base) and 10
+    assert ("fast", {"id": 1, "name": 1}, 10) in literal
+
+
+def test_defaults_annotations_and_one_factor_at_a_time() -> None:
+    source = (
+        "from typing import Optional\n"
+        "def fmt(width: int, label: Optional[str], verbose=False, sep=SEP, end='.',\n"
+        "        *rest, **extra):\n"
+        "    return label\n"
+    )
+    found = candidate_inputs(source, "fmt", limit=20)
+    assert calls(found) == [
+        ([0, "", False], {"end": "."}, "default"),
+        ([0, "", True], {"end": "."}, "default"),
+        ([1, "", False], {"end": "."}, "annotation"),
+        ([3, "", False], {"end": "."}, "annotation"),
+        ([0, "abc", False], {"end": "."}, "annotation"),
+        ([0, None, False], {"end": "."}, "annotation"),
+    ]
+
+
+def test_name_heuristics_for_untyped_code() -> None:
+    source = "def pick(items, count, is_strict, path, other):\n    pass\n"
+    found = candidate_inputs(source, "pick", limit=30)
+    assert found[0].args == ([1, 2, 3], 0, True, "example.txt", 1)
+    assert found[0].source == "default"
+    varied = {(c.args[1], c.args[2], c.args[4]) for c in found if c.source == "name"}
+    assert {(1, True, 1), (3, True, 1), (0, False, 1), (0, True, "a")} <= varied
+    assert ([], 0, True, "example.txt", 1) in [c.args for c in found]
+
+
+def test_methods_drop_self_and_find_obj_method_call_sites() -> None:
+    source = (
+        "class Cart:\n"
+        "    def add(self, qty: int = 1, *, note=''):\n"
+        "        '''>>> Cart().add(2)'''\n"
+        "    @staticmethod\n"
+        "    def make(n):\n"
+        "        pass\n"
+    )
+    project = {"shop.py": "cart.add(5, note='x')\nCart.add(cart, 6)\nself.add(y)\n"}
+    found = candidate_inputs(source, "Cart.add", project)
+    assert calls(found[:3]) == [
+        ([2], {}, "doctest"),
+        ([5], {"note": "x"}, "call_site"),
+        ([1], {"note": ""}, "default"),
+    ]
+    assert candidate_inputs(source, "Cart.make")[0].args == (0,)
+
+
+def test_required_callable_blocks_synthesized_candidates() -> None:
+    source = "def apply(func, x):\n    return func(x)\n"
+    assert callable_params(source, "apply") == ["func"]
+    assert candidate_inputs(source, "apply") == []
+    sites = {"use.py": "apply(print, 1)\napply(None, 2)\n"}
+    assert calls(candidate_inputs(source, "apply", sites)) == [([None, 2], {}, "call_site")]
+
+
+def test_callable_with_default_is_left_out() -> None:
+    source = "def order(values, key=None):\n    return key(1) if key else sorted(values)\n"
+    assert callable_params(source, "order") == ["key"]
+    found = candidate_inputs(source, "order")
+    assert found and all(len(c.args) == 1 and not c.kwargs for c in found)
+
+
+def test_dedupe_limit_and_json() -> None:
+    source = '''
+def f(n, flag=True):
+    """>>> f(0, True)
+    >>> f(0, True)
+    """
+    if n == 0:
+        return 1
+'''
+    found = candidate_inputs(source, "f", {"a.py": "f(0, True)\nf(0, flag=True)\n"})
+    keys = [json.dumps(c.to_json()["args"]) + json.dumps(c.to_json()["kwargs"]) for c in found]
+    assert len(keys) == len(set(keys))
+    assert calls(found[:2]) == [([0, True], {}, "doctest"), ([0], {"flag": True}, "call_site")]
+    assert len(candidate_inputs(source, "f", limit=3)) == 3
+    for candidate in found:
+        assert json.loads(json.dumps(candidate.to_json()))["source"] == candidate.source
+
+
+def test_unknown_qualname_raises() -> None:
+    source = "class A:\n    def m(self):\n        pass\n\ndef g():\n    pass\n"
+    for name in ("missing", "A.other", "A", "g.inner"):
+        with pytest.raises(ValueError, match="not"):
+            candidate_inputs(source, name)
