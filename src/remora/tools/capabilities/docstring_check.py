@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import ast
 import difflib
-import json
 import re
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -31,9 +29,9 @@ from remora.tools.capabilities._pysource import locate, parse_python
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import read_text
 from remora.tools.capabilities.docstrings import style_option
-from remora.tools.capabilities.ruff import ruff_command
+from remora.tools.capabilities.ruff import run_ruff
 from remora.tools.capabilities.signature import describe
-from remora.tools.process import run_command, scrubbed_env
+from remora.tools.process import python_command, run_command, scrubbed_env
 
 CONVENTIONS = {"google": "google", "numpy": "numpy", "sphinx": "pep257"}
 _TYPE_HINT_CODES = frozenset({"DOC105", "DOC106", "DOC107", "DOC108", "DOC109", "DOC110", "DOC111"})
@@ -112,8 +110,8 @@ def docstring_check(
     names = [param["name"] for param in info["params"]]
     missing: list[str] = []
     extra: list[str] = []
-    if docstring is not None:
-        parsed = parse_docstring(docstring)
+    parsed = parse_docstring(docstring) if docstring is not None else None
+    if parsed is not None:
         if parsed.section_names:
             missing = [name for name in names if name not in parsed.params]
             extra = [name for name in parsed.params if name not in names]
@@ -131,7 +129,7 @@ def docstring_check(
         "qualname": qualname,
         "style": chosen,
         "has_docstring": docstring is not None,
-        "summary": parse_docstring(docstring).summary if docstring is not None else None,
+        "summary": parsed.summary if parsed is not None else None,
         "clean": docstring is not None and not problems,
         "problems": problems,
         "missing_params": missing,
@@ -209,34 +207,19 @@ def _problem(source: str, code: str, line: int, message: str) -> dict[str, Any]:
 def _ruff_problems(
     ctx: CapabilityContext, text: str, relative: str, style: str, span: tuple[int, int]
 ) -> list[dict[str, Any]]:
-    convention = CONVENTIONS[style]
+    """ruff's D findings on the lines from ``def`` to the docstring's end, under the
+    convention of ``style`` (``--isolated``: the project's own D settings do not apply)."""
+    convention = f"--config=lint.pydocstyle.convention='{CONVENTIONS[style]}'"
     with tempfile.TemporaryDirectory() as home:
-        result = run_command(
-            [
-                *ruff_command(),
-                "check",
-                "--isolated",
-                "--select=D",
-                f"--config=lint.pydocstyle.convention='{convention}'",
-                "--output-format=json",
-                "--no-cache",
-                "--exit-zero",
-                f"--stdin-filename={relative}",
-                "-",
-            ],
-            cwd=Path(home),
-            env=scrubbed_env(Path(home)),
-            timeout=ctx.config.subprocess_timeout,
-            what="ruff",
-            input_data=text.encode("utf-8"),
-            output_limit=_OUTPUT_LIMIT,
+        items = run_ruff(
+            ctx,
+            Path(home),
+            Path(home),
+            [f"--stdin-filename={relative}", "-"],
+            ["D"],
+            stdin=text,
+            options=("--isolated", convention),
         )
-    try:
-        items = json.loads(result.stdout)
-    except json.JSONDecodeError:
-        items = None
-    if result.returncode != 0 or not isinstance(items, list):
-        raise ToolError("TOOL_301", "ruff failed on the docstring check", result.stderr[-300:])
     start, end = span
     return [
         _problem("ruff", item["code"], item["location"]["row"], item["message"])
@@ -248,23 +231,21 @@ def _ruff_problems(
 def _pydoclint_problems(
     ctx: CapabilityContext, text: str, style: str, def_line: int
 ) -> list[dict[str, Any]]:
-    sphinx_name = "sphinx" if style == "sphinx" else style
     with tempfile.TemporaryDirectory() as home:
         target = Path(home) / "checked.py"
         target.write_text(text, encoding="utf-8")
         result = run_command(
-            [
-                sys.executable,
+            python_command(
                 "-c",
                 "import sys; from pydoclint.main import main; sys.exit(main())",
-                f"--style={sphinx_name}",
+                f"--style={style}",
                 "--arg-type-hints-in-docstring=False",
                 "--arg-type-hints-in-signature=False",
                 "--check-return-types=False",
                 "--check-yield-types=False",
                 "--quiet",
                 str(target),
-            ],
+            ),
             cwd=Path(home),
             env=scrubbed_env(Path(home)),
             timeout=ctx.config.subprocess_timeout,

@@ -40,13 +40,19 @@ from remora.tools.capabilities._rewrites import REWRITE_CODES, RewriteRefused, r
 from remora.tools.capabilities._store_io import (
     bounded_diff,
     materialize,
-    read_source,
     walk_files,
     write_text,
 )
 from remora.tools.capabilities._values import as_int
 from remora.tools.capabilities.pytest_runner import pytest_run
-from remora.tools.capabilities.ruff import apply_edits, fix_allowed, parse_codes, run_ruff
+from remora.tools.capabilities.ruff import (
+    apply_edits,
+    fix_allowed,
+    parse_codes,
+    read_python,
+    run_ruff,
+    single_code,
+)
 
 FixKind = Literal["ruff_safe", "ruff_unsafe", "rewrite", "manual"]
 FIXABLE: tuple[FixKind, ...] = ("ruff_safe", "rewrite", "ruff_unsafe")
@@ -62,7 +68,7 @@ def lint_issues(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     Issues have code, line, message, fix (ruff_safe, rewrite, ruff_unsafe or manual) and
     note. ``choices`` lists the codes and lines a fix can be asked for.
     """
-    relative, text, _ = _python_source(ctx, path)
+    relative, text, _ = read_python(ctx, path, "lint_issues")
     with _Linter(ctx, relative) as linter:
         issues = linter.classified(text)
     return _report(relative, issues)
@@ -76,8 +82,8 @@ def lint_fix(ctx: CapabilityContext, path: str, code: str, line: int) -> dict[st
     Nothing is written unless the file still parses, the issue is gone and no new issue
     appeared. The result has the fix applied, the diff and the issues that remain.
     """
-    relative, text, bom = _python_source(ctx, path)
-    rule = _one_code(code)
+    relative, text, bom = read_python(ctx, path, "lint_fix")
+    rule = single_code(code)
     row = as_int(line, "line")
     with _Linter(ctx, relative) as linter:
         raw = linter.raw(text)
@@ -137,7 +143,7 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     ``changed`` says whether the file differs from the project's after that, ``fixed``
     how many issues of each code the edits removed.
     """
-    relative, text, _ = _python_source(ctx, path)
+    relative, text, _ = read_python(ctx, path, "lint_verify")
     tests = module_tests(ctx, relative)
     original = _base_content(ctx, relative)
     result: dict[str, Any] = {
@@ -370,26 +376,6 @@ def _not_reported(rule: str, row: int, issues: list[dict[str, Any]]) -> ToolErro
     else:
         hint = "the file has no issues left; submit"
     return ToolError("TOOL_302", f"no {rule} on line {row}", hint)
-
-
-def _one_code(code: str) -> str:
-    codes = parse_codes(code)
-    if len(codes) != 1 or not any(ch.isdigit() for ch in codes[0]):
-        raise ToolError(
-            "TOOL_306", f"'{code}' is not a single rule code", "pass a code like 'F401'"
-        )
-    return codes[0]
-
-
-def _python_source(ctx: CapabilityContext, path: str) -> tuple[str, str, bool]:
-    relative, text, bom = read_source(ctx, path)
-    if not relative.endswith((".py", ".pyi")):
-        raise ToolError(
-            "TOOL_306",
-            f"the lint tools edit Python files only, not '{relative}'",
-            "pass a .py file",
-        )
-    return relative, text, bom
 
 
 def _base_content(ctx: CapabilityContext, relative: str) -> bytes | None:

@@ -103,17 +103,8 @@ def ruff_fix(
     The edit goes to the workspace copy; the result shows the diff and how many issues
     remain. A fix that would break the syntax is refused and nothing is written.
     """
-    relative, original, bom = read_source(ctx, path)
-    if not relative.endswith((".py", ".pyi")):
-        raise ToolError(
-            "TOOL_306", f"ruff_fix edits Python files only, not '{relative}'", "pass a .py file"
-        )
-    wanted = parse_codes(code)
-    if not wanted or len(wanted) != 1 or not any(ch.isdigit() for ch in wanted[0]):
-        raise ToolError(
-            "TOOL_306", f"'{code}' is not a single rule code", "pass one code such as 'F401'"
-        )
-    rule = wanted[0]
+    relative, original, bom = read_python(ctx, path, "ruff_fix")
+    rule = single_code(code)
     line = None if line is None else as_int(line, "line")
     text = original
     applied = 0
@@ -175,6 +166,26 @@ def parse_codes(select: list[str] | str | None) -> list[str]:
     return codes
 
 
+def read_python(ctx: CapabilityContext, path: str, tool: str) -> tuple[str, str, bool]:
+    """:func:`read_source` of a Python file; TOOL_306 names ``tool`` for any other file."""
+    relative, text, bom = read_source(ctx, path)
+    if not relative.endswith(_PYTHON_SUFFIXES):
+        raise ToolError(
+            "TOOL_306", f"{tool} works on Python files only, not '{relative}'", "pass a .py file"
+        )
+    return relative, text, bom
+
+
+def single_code(code: str) -> str:
+    """``code`` as one full rule code such as ``F401`` (TOOL_306 for a prefix or a list)."""
+    wanted = parse_codes(code)
+    if len(wanted) != 1 or not any(ch.isdigit() for ch in wanted[0]):
+        raise ToolError(
+            "TOOL_306", f"'{code}' is not a single rule code", "pass one code such as 'F401'"
+        )
+    return wanted[0]
+
+
 def run_ruff(
     ctx: CapabilityContext,
     view: Path,
@@ -183,13 +194,18 @@ def run_ruff(
     select: list[str] | None = None,
     *,
     stdin: str | None = None,
+    options: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
-    """Raw diagnostics from one ruff run (on files, or on ``stdin`` named by a target)."""
+    """Raw diagnostics from one ruff run (on files, or on ``stdin`` named by a target).
+
+    ``view`` is where ruff runs, so the project configuration found there applies unless
+    ``options`` holds ``--isolated``.
+    """
     argv = [*ruff_command(), "check", "--output-format=json", "--no-cache", "--exit-zero"]
     if select:
         argv.append("--select=" + ",".join(select))
     result = run_command(
-        [*argv, *targets],
+        [*argv, *options, *targets],
         cwd=view,
         env=scrubbed_env(home),
         timeout=ctx.config.subprocess_timeout,
