@@ -226,6 +226,7 @@ def test_verify_undoes_a_fix_that_breaks_a_test(tmp_path: Path) -> None:
     assert verdict["reverted"] is True and verdict["changed"] is False
     assert verdict["broken"] == ["tests/test_pricing.py::test_default_is_shared"]
     assert verdict["failing_anyway"] == ["tests/test_pricing.py::test_always_fails"]
+    assert verdict["fixed"] == {} and verdict["left"] == {"count": 1, "fixable": 1}
     assert ctx.store.changed_paths() == []
     assert (root / "pkg/pricing.py").read_text() == PRICING
 
@@ -243,4 +244,5 @@ def test_verify_keeps_a_fix_when_failures_are_not_its_fault(tmp_path: Path) -> N
     verdict = lint_verify(ctx, "pkg/pricing.py")
     assert verdict["reverted"] is False and verdict["changed"] is True
     assert verdict["broken"] == []
+    assert verdict["fixed"] == {"B006": 1} and verdict["left"] == {"count": 0, "fixable": 0}
     assert ctx.store.changed_paths() == ["pkg/pricing.py"]

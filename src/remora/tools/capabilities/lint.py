@@ -141,7 +141,7 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     When a test fails with the edits and passes without them, the edits of this file are
     undone (``reverted``); failures that happen either way are reported, not blamed.
     ``changed`` says whether the file differs from the project's after that, ``fixed``
-    how many issues of each code the edits removed.
+    how many issues of each code the edits removed, ``left`` the issues that remain.
     """
     relative, text, _ = read_python(ctx, path, "lint_verify")
     tests = module_tests(ctx, relative)
@@ -151,41 +151,46 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
         "tests": tests,
         "ok": True,
         "changed": relative in ctx.store.changed_paths(),
-        "fixed": _fixed_codes(ctx, relative, original, text),
         "reverted": False,
         "broken": [],
         "failing_anyway": [],
     }
-    if not tests or original is None or not result["changed"]:
-        return result
-    failing = _failing(pytest_run(ctx, tests))
-    if not failing:
-        return result
-    edited = ctx.store.read(relative)
-    ctx.store.write(relative, original)
-    still = set(_failing(pytest_run(ctx, failing)))
-    broken = [nodeid for nodeid in failing if nodeid not in still]
-    result["failing_anyway"] = sorted(still)
-    if broken:
-        result.update(ok=False, changed=False, fixed={}, reverted=True, broken=broken)
-    else:
-        ctx.store.write(relative, edited)
+    if tests and original is not None and result["changed"]:
+        failing = _failing(pytest_run(ctx, tests))
+        if failing:
+            edited = ctx.store.read(relative)
+            ctx.store.write(relative, original)
+            still = set(_failing(pytest_run(ctx, failing)))
+            broken = [nodeid for nodeid in failing if nodeid not in still]
+            result["failing_anyway"] = sorted(still)
+            if broken:
+                result.update(ok=False, changed=False, reverted=True, broken=broken)
+                text = _decoded(original)
+            else:
+                ctx.store.write(relative, edited)
+    result["fixed"], result["left"] = _lint_outcome(ctx, relative, original, text)
     return result
 
 
-def _fixed_codes(
+def _lint_outcome(
     ctx: CapabilityContext, relative: str, original: bytes | None, text: str
-) -> dict[str, int]:
-    """Issues per code in the project's version of the file that the current one lacks."""
-    if original is None:
-        return {}
-    before_text = original.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    if before_text == text:
-        return {}
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The issues per code that the project's version of the file has and ``text`` lacks,
+    and how many issues (and fixable ones) ``text`` has."""
+    before_text = _decoded(original) if original is not None else text
     with _Linter(ctx, relative) as linter:
-        before = Counter(_identity(item)[0] for item in linter.raw(before_text))
-        after = Counter(_identity(item)[0] for item in linter.raw(text))
-    return dict(sorted((before - after).items()))
+        after = linter.classified(text)
+        before = [issue["code"] for issue in after]
+        if before_text != text:
+            before = [_identity(item)[0] for item in linter.raw(before_text)]
+    removed = Counter(before) - Counter(issue["code"] for issue in after)
+    report = _report(relative, after)
+    return dict(sorted(removed.items())), {"count": report["count"], "fixable": report["fixable"]}
+
+
+def _decoded(data: bytes) -> str:
+    """The text of a file's bytes as the workspace reads them (without a UTF-8 BOM)."""
+    return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
 def module_tests(ctx: CapabilityContext, relative: str) -> list[str]:
