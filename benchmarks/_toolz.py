@@ -21,9 +21,10 @@ import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -414,3 +415,35 @@ class Stopwatch:
 
     def render(self) -> str:
         return "  ".join(f"{name} {seconds:.1f}s" for name, seconds in self.parts.items())
+
+
+def in_workdir(keep: Path | None, prefix: str, run: Callable[[Path], int]) -> int:
+    """``run`` in ``keep`` (a new or empty directory, kept) or in a temporary one."""
+    if keep:
+        if keep.exists() and any(keep.iterdir()):
+            print(f"--keep {keep}: give a new or empty directory")
+            return 2
+        keep.mkdir(parents=True, exist_ok=True)
+        return run(keep)
+    with tempfile.TemporaryDirectory(prefix=prefix) as temp:
+        return run(Path(temp))
+
+
+def fetch_timed(work: Path, clock: Stopwatch) -> Path | None:
+    """The unpacked sdist, with the time it took on ``clock``; None (said why) if unavailable."""
+    started = time.perf_counter()
+    try:
+        sdist = fetch_sdist(work / "sdist")
+    except ToolzUnavailable as exc:
+        print(f"cannot get {TOOLZ}: {exc}")
+        return None
+    clock.since("fetch", started)
+    return sdist
+
+
+def save_raw(path: Path | None, raw: Mapping[str, Any]) -> None:
+    """Write the raw numbers of a run as JSON, when ``--json`` asked for them."""
+    if path is None:
+        return
+    path.write_text(json.dumps(raw, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"\nraw numbers: {path}")

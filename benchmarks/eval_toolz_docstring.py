@@ -54,10 +54,8 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
-import json
 import re
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -68,11 +66,11 @@ from typing import Any, cast
 from _toolz import (
     TOOLZ,
     Stopwatch,
-    ToolzUnavailable,
     check_import,
     copy_project,
-    fetch_sdist,
+    fetch_timed,
     fmt,
+    in_workdir,
     jobs_summary,
     mean,
     module_name,
@@ -82,6 +80,7 @@ from _toolz import (
     ruff_json,
     run_command,
     run_remora,
+    save_raw,
     seeded,
     table,
     tool_sequence,
@@ -473,25 +472,14 @@ def main() -> int:
     )
     parser.add_argument("--remora-timeout", type=float, default=4 * 3600.0, help="seconds")
     args = parser.parse_args()
-    if args.keep:
-        if args.keep.exists() and any(args.keep.iterdir()):
-            print(f"--keep {args.keep}: give a new or empty directory")
-            return 2
-        args.keep.mkdir(parents=True, exist_ok=True)
-        return run(args, args.keep)
-    with tempfile.TemporaryDirectory(prefix="eval-toolz-docstring-") as temp:
-        return run(args, Path(temp))
+    return in_workdir(args.keep, "eval-toolz-docstring-", lambda work: run(args, work))
 
 
 def run(args: argparse.Namespace, work: Path) -> int:
     clock = Stopwatch()
-    started = time.perf_counter()
-    try:
-        sdist = fetch_sdist(work / "sdist")
-    except ToolzUnavailable as exc:
-        print(f"cannot get {TOOLZ}: {exc}")
+    sdist = fetch_timed(work, clock)
+    if sdist is None:
         return 2
-    clock.since("fetch", started)
 
     started = time.perf_counter()
     original = copy_project(sdist, work / "original")
@@ -537,17 +525,17 @@ def run(args: argparse.Namespace, work: Path) -> int:
         clock.add("remora", remora.wall_s)
 
     report(args, pool, chosen, variants, clock)
-    if args.json:
-        raw = {
+    save_raw(
+        args.json,
+        {
             "package": TOOLZ,
             "seed": args.seed,
             "candidates": len(pool),
             "chosen": [asdict(item) for item in chosen],
             "variants": [asdict(variant) for variant in variants],
             "times_s": clock.parts,
-        }
-        args.json.write_text(json.dumps(raw, indent=2, default=str) + "\n", encoding="utf-8")
-        print(f"\nraw numbers: {args.json}")
+        },
+    )
     return 0
 
 

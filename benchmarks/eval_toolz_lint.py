@@ -53,10 +53,8 @@ import bisect
 import contextlib
 import io
 import itertools
-import json
 import re
 import sys
-import tempfile
 import time
 import tokenize
 from collections import Counter
@@ -68,11 +66,11 @@ from typing import Any, cast
 from _toolz import (
     TOOLZ,
     Stopwatch,
-    ToolzUnavailable,
     check_import,
     copy_project,
-    fetch_sdist,
+    fetch_timed,
     fmt,
+    in_workdir,
     jobs_summary,
     module_name,
     package_modules,
@@ -82,6 +80,7 @@ from _toolz import (
     run_command,
     run_package_tests,
     run_remora,
+    save_raw,
     seeded,
     table,
     tool_sequence,
@@ -1228,14 +1227,7 @@ def main() -> int:
         list_injections()
         return 0
 
-    if args.keep:
-        if args.keep.exists() and any(args.keep.iterdir()):
-            print(f"--keep {args.keep}: give a new or empty directory")
-            return 2
-        args.keep.mkdir(parents=True, exist_ok=True)
-        return run(args, args.keep)
-    with tempfile.TemporaryDirectory(prefix="eval-toolz-lint-") as temp:
-        return run(args, Path(temp))
+    return in_workdir(args.keep, "eval-toolz-lint-", lambda work: run(args, work))
 
 
 @dataclass
@@ -1255,13 +1247,9 @@ class Setup:
 
 def run(args: argparse.Namespace, work: Path) -> int:
     clock = Stopwatch()
-    started = time.perf_counter()
-    try:
-        sdist = fetch_sdist(work / "sdist")
-    except ToolzUnavailable as exc:
-        print(f"cannot get {TOOLZ}: {exc}")
+    sdist = fetch_timed(work, clock)
+    if sdist is None:
         return 2
-    clock.since("fetch", started)
     clean_project = copy_project(sdist, work / "clean")
     modules = choose_modules(clean_project, args.modules, args.seed, args.module)
     if not modules:
@@ -1295,8 +1283,9 @@ def run(args: argparse.Namespace, work: Path) -> int:
         clock.add("remora", remora.wall_s)
 
     report(args, setup, outcomes, clock)
-    if args.json:
-        raw = {
+    save_raw(
+        args.json,
+        {
             "package": TOOLZ,
             "seed": args.seed,
             "per_module": args.per_module,
@@ -1311,9 +1300,8 @@ def run(args: argparse.Namespace, work: Path) -> int:
             "injections": [asdict(item) for item in setup.injections],
             "tools": [asdict(outcome) for outcome in outcomes],
             "times_s": clock.parts,
-        }
-        args.json.write_text(json.dumps(raw, indent=2, default=str) + "\n", encoding="utf-8")
-        print(f"\nraw numbers: {args.json}")
+        },
+    )
     return 0
 
 
