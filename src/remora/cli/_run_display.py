@@ -47,7 +47,7 @@ class ToolCallPrinter:
         elif isinstance(event, ToolResultEvent):
             call = self._calls.pop(job, f"[bold]{escape(event.tool)}[/]")
             style = {"success": "green", "error": "red"}.get(event.outcome, "yellow")
-            first = _clip(" ".join(event.summary.split()), 100)
+            first = _one_line(event.summary, 100)
             err_console.print(
                 f"  [dim]{escape(job)}[/] turn {event.turn}: {call} "
                 f"-> [{style}]{event.outcome}[/]: {escape(first)}",
@@ -110,8 +110,7 @@ def _counts(counts: Counter[str]) -> str:
 
 
 def _one_line(text: str, limit: int = 160) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    return _clip(" ".join(text.split()), limit)
 
 
 @contextmanager
