@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
@@ -11,7 +12,19 @@ from remora.tools.capabilities._candidates import Candidate, callable_params, ca
 
 
 def calls(candidates: list[Candidate]) -> list[tuple[list[Any], dict[str, Any], str]]:
-    return [(list(c.args), c.kwargs, c.source) for c in candidates]
+    """Each candidate's values (literal arguments evaluated back), keywords and source."""
+    return [
+        (
+            [ast.literal_eval(a) for a in c.args],
+            {k: ast.literal_eval(v) for k, v in c.kwargs.items()},
+            c.source,
+        )
+        for c in candidates
+    ]
+
+
+def values(candidate: Candidate) -> tuple[Any, ...]:
+    return tuple(ast.literal_eval(a) for a in candidate.args)
 
 
 DOCTESTED = '''
@@ -38,10 +51,10 @@ def test_doctests_come_first_and_are_parsed_exactly() -> None:
         ([[1, [2, 3]]], {"factor": 0.5, "options": {"round": True, "tags": ["a"]}}, "doctest"),
         ([[4], 1], {}, "doctest"),
     ]
-    # A name and a tuple are not JSON literals: no candidate carries them.
-    assert all(c.source != "doctest" for c in found[3:])
+    # A name the module does not define is left out; a tuple is a literal like any other.
+    assert [c.case.text for c in found[3:] if c.source == "doctest"] == ["(1, 2)"]
     # Then the defaults: the base set keeps factor and the keyword-only option at their defaults.
-    assert calls(found[3:4]) == [([[1, 2, 3], 2], {"options": None}, "default")]
+    assert calls(found[4:5]) == [([[1, 2, 3], 2], {"options": None}, "default")]
 
 
 def test_call_sites_and_tests_are_labelled_and_non_literal_calls_skipped() -> None:
@@ -72,11 +85,11 @@ def test_percent_range_check_gives_boundary_values() -> None:
     )
     found = candidate_inputs(source, "discount", limit=20)
     # The base set already takes the first boundary; the rest follow as literal variations.
-    assert found[0].args == (0, -1)
-    assert [c.args[1] for c in found if c.source == "literal"] == [0, 100, 101]
-    prices = {c.args[0] for c in found if c.source == "name"}
+    assert values(found[0]) == (0, -1)
+    assert [values(c)[1] for c in found if c.source == "literal"] == [0, 100, 101]
+    prices = {values(c)[0] for c in found if c.source == "name"}
     assert prices == {0, 1000}
-    assert 50 in {c.args[1] for c in found if c.source == "name"}
+    assert 50 in {values(c)[1] for c in found if c.source == "name"}
 
 
 def test_body_literals_membership_equality_and_keys() -> None:
@@ -88,8 +101,8 @@ def test_body_literals_membership_equality_and_keys() -> None:
         "        return None\n"
     )
     found = candidate_inputs(source, "handle", limit=20)
-    assert found[0].args == ("fast", {"id": 1, "name": 1}, 9)
-    literal = [c.args for c in found if c.source == "literal"]
+    assert values(found[0]) == ("fast", {"id": 1, "name": 1}, 9)
+    literal = [values(c) for c in found if c.source == "literal"]
     assert [a[0] for a in literal[:2]] == ["slow", "off"]
     # mirrored ``10 <= level`` gives 9 (the base) and 10
     assert ("fast", {"id": 1, "name": 1}, 10) in literal
@@ -116,11 +129,11 @@ def test_defaults_annotations_and_one_factor_at_a_time() -> None:
 def test_name_heuristics_for_untyped_code() -> None:
     source = "def pick(items, count, is_strict, path, other):\n    pass\n"
     found = candidate_inputs(source, "pick", limit=30)
-    assert found[0].args == ([1, 2, 3], 0, True, "example.txt", 1)
+    assert values(found[0]) == ([1, 2, 3], 0, True, "example.txt", 1)
     assert found[0].source == "default"
-    varied = {(c.args[1], c.args[2], c.args[4]) for c in found if c.source == "name"}
+    varied = {(values(c)[1], values(c)[2], values(c)[4]) for c in found if c.source == "name"}
     assert {(1, True, 1), (3, True, 1), (0, False, 1), (0, True, "a")} <= varied
-    assert ([], 0, True, "example.txt", 1) in [c.args for c in found]
+    assert ([], 0, True, "example.txt", 1) in [values(c) for c in found]
 
 
 def test_methods_drop_self_and_find_obj_method_call_sites() -> None:
@@ -139,15 +152,19 @@ def test_methods_drop_self_and_find_obj_method_call_sites() -> None:
         ([5], {"note": "x"}, "call_site"),
         ([1], {"note": ""}, "default"),
     ]
-    assert candidate_inputs(source, "Cart.make")[0].args == (0,)
+    assert values(candidate_inputs(source, "Cart.make")[0]) == (0,)
 
 
-def test_required_callable_blocks_synthesized_candidates() -> None:
-    source = "def apply(func, x):\n    return func(x)\n"
-    assert callable_params(source, "apply") == ["func"]
-    assert candidate_inputs(source, "apply") == []
-    sites = {"use.py": "apply(print, 1)\napply(None, 2)\n"}
-    assert calls(candidate_inputs(source, "apply", sites)) == [([None, 2], {}, "call_site")]
+def test_called_parameters_get_callables_of_the_arity_they_are_called_with() -> None:
+    source = "def apply(func, x, combine):\n    return combine(func(x), x)\n"
+    assert callable_params(source, "apply") == ["func", "combine"]
+    found = candidate_inputs(source, "apply", limit=30)
+    assert found[0].args == ("lambda x: x", "1", "operator.add")
+    assert {c.args[0] for c in found} == {"lambda x: x", "str", "bool"}
+    assert {c.args[2] for c in found} == {"operator.add", "lambda a, b: (a, b)"}
+    # A call site passing a name a test cannot import (print) is skipped; None is a literal.
+    sites = {"use.py": "apply(print, 1, max)\napply(None, 2, min)\n"}
+    assert candidate_inputs(source, "apply", sites)[0].case.text == "None, 2, min"
 
 
 def test_callable_with_default_is_left_out() -> None:
@@ -167,7 +184,7 @@ def f(n, flag=True):
         return 1
 '''
     found = candidate_inputs(source, "f", {"a.py": "f(0, True)\nf(0, flag=True)\n"})
-    keys = [json.dumps(c.to_json()["args"]) + json.dumps(c.to_json()["kwargs"]) for c in found]
+    keys = [c.to_json()["text"] for c in found]
     assert len(keys) == len(set(keys))
     assert calls(found[:2]) == [([0, True], {}, "doctest"), ([0], {"flag": True}, "call_site")]
     assert len(candidate_inputs(source, "f", limit=3)) == 3

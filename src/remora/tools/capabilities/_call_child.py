@@ -1,25 +1,38 @@
-"""The child side of ``call_function``: import a module by path, call one callable, report.
+"""The child side of ``call_function`` and ``observe_cases``: import a module by path, call.
 
 Run as ``python -P -s _call_child.py REQUEST RESULT`` with the workspace view as working
 directory; it imports nothing from Remora (the view may contain any project, even Remora
-itself). The request is JSON with ``file``, ``roots``, ``qualname``, ``args`` and
-``kwargs``; the result, written to a file so the callee's own prints cannot corrupt it, is
-one of ``{"returned": ...}``, ``{"raised": ...}`` or ``{"error": ...}`` (the callable could
-not be resolved: nothing was called).
+itself). Results go to a file so the callee's own prints cannot corrupt them.
+
+- A *call* request is JSON with ``file``, ``roots``, ``qualname``, ``args`` and ``kwargs``;
+  the result is one of ``{"returned": ...}``, ``{"raised": ...}`` or ``{"error": ...}`` (the
+  callable could not be resolved: nothing was called).
+- An *observe* request (``"mode": "observe"``) carries ``cases`` whose arguments are Python
+  source. Each case is evaluated and called in turn, in a fresh working directory, with a
+  time limit, its stdout captured and the lines of the function it ran traced; one JSON line
+  per case is appended to the result file as soon as the case ends, so a case that kills the
+  process loses only itself.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
+import contextlib
 import importlib
 import importlib.util
 import inspect
+import io
 import itertools
 import json
 import os
+import re
+import signal
 import sys
+import time
 import traceback
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,10 +189,208 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         return {"raised": describe_exception(exc), "stage": "call"}
 
 
+class CaseTimeout(BaseException):
+    """A case ran past its time limit (a BaseException, so ``except Exception`` in the
+    callee does not swallow it)."""
+
+
+HELPER_MODULES = ("operator", "itertools", "functools", "math")
+STDOUT_LIMIT = 2000
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def namespace(module: types.ModuleType) -> dict[str, Any]:
+    """What case source is evaluated in: the module's names over builtins, plus the helper
+    modules, exactly as a generated test imports them."""
+    names: dict[str, Any] = {"__builtins__": builtins}
+    for helper in HELPER_MODULES:
+        names[helper] = importlib.import_module(helper)
+    names.update({k: v for k, v in vars(module).items() if not k.startswith("_")})
+    return names
+
+
+def literal(value: Any, names: dict[str, Any]) -> str | None:
+    """``repr(value)`` when evaluating it gives back an equal value of the same type."""
+    text = safe_repr(value)
+    if len(text) > REPR_LIMIT:
+        return None
+    try:
+        back = eval(text, dict(names))
+        same = type(back) is type(value) and bool(back == value)
+    except BaseException:
+        return None
+    return text if same else None
+
+
+def canonical(value: Any) -> str:
+    """A repr that does not depend on hash seeds or addresses: how two runs are compared."""
+    if isinstance(value, set | frozenset):
+        return "{" + ", ".join(sorted(canonical(v) for v in value)) + "}"
+    if isinstance(value, dict):
+        return (
+            "{"
+            + ", ".join(sorted(f"{canonical(k)}: {canonical(v)}" for k, v in value.items()))
+            + "}"
+        )
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(canonical(v) for v in value) + "]"
+    return _ADDRESS.sub("", safe_repr(value))
+
+
+def assertable_type(kind: type, module: types.ModuleType) -> str:
+    """The nearest class a test can name without imports: a builtin or the module's own."""
+    for base in kind.__mro__:
+        if base.__module__ == "builtins":
+            return str(base.__qualname__)
+        if base.__module__ == module.__name__ and getattr(module, base.__name__, None) is base:
+            return str(base.__name__)
+    return "Exception"
+
+
+def observe_value(value: Any, names: dict[str, Any], items_limit: int) -> dict[str, Any]:
+    """What a returned value looks like to a test; iterators are consumed into a list."""
+    kind = "value"
+    truncated = False
+    if isinstance(value, Iterator) and not isinstance(value, str | bytes):
+        items = list(itertools.islice(value, items_limit + 1))
+        truncated = len(items) > items_limit
+        kind, value = "iterator", items[:items_limit]
+    ok, encoded = exact_json(value)
+    result: dict[str, Any] = {
+        "kind": kind,
+        "type": type_name(value),
+        "repr": safe_repr(value),
+        "literal": literal(value, names),
+        "canonical": canonical(value),
+        "items_truncated": truncated,
+    }
+    if ok:
+        result["json"] = encoded
+    return result
+
+
+def observe_case(
+    case: dict[str, Any],
+    target: Any,
+    module: types.ModuleType,
+    names: dict[str, Any],
+    request: dict[str, Any],
+) -> dict[str, Any]:
+    """Evaluate one case's arguments, call, and record what happened."""
+    stage = "arguments"
+    record: dict[str, Any] = {"id": case["id"]}
+    lines: set[int] = set()
+    arcs: set[tuple[int, int]] = set()
+    tracer = make_tracer(request["file"], request["span"], lines, arcs)
+    workdir = Path(request["cwd"]) / f"case-{case['id']}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.chdir(workdir)
+    stdout = io.StringIO()
+    started = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, float(request["case_timeout"]))
+    try:
+        with contextlib.redirect_stdout(stdout):
+            scope = dict(names)
+            args = [eval(text, scope) for text in case["args"]]
+            kwargs = {key: eval(text, scope) for key, text in case["kwargs"]}
+            call = target
+            if case.get("receiver"):
+                stage = "receiver"
+                call = getattr(eval(case["receiver"], scope), request["qualname"].split(".")[-1])
+            stage = "call"
+            sys.settrace(tracer)
+            try:
+                value = call(*args, **kwargs)
+                if inspect.iscoroutine(value):
+                    value = asyncio.run(value)
+                record["returned"] = observe_value(value, names, request["items_limit"])
+            finally:
+                sys.settrace(None)
+    except CaseTimeout:
+        record["timed_out"] = True
+    except BaseException as exc:
+        raised = describe_exception(exc)
+        raised["assert_type"] = assertable_type(type(exc), module)
+        raised["canonical"] = _ADDRESS.sub("", f"{raised['type']}: {raised['message']}")
+        raised["at_boundary"] = not any(
+            frame.filename == request["file"] for frame in traceback.extract_tb(exc.__traceback__)
+        )
+        record["raised"] = raised
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.settrace(None)
+    record["stage"] = stage
+    record["seconds"] = round(time.perf_counter() - started, 4)
+    record["stdout"] = stdout.getvalue()[:STDOUT_LIMIT]
+    record["stdout_truncated"] = len(stdout.getvalue()) > STDOUT_LIMIT
+    record["lines"] = sorted(lines)
+    record["arcs"] = sorted(arcs)
+    record["wrote_files"] = any(workdir.iterdir())
+    return record
+
+
+def make_tracer(file: str, span: list[int], lines: set[int], arcs: set[tuple[int, int]]) -> Any:
+    """A ``sys.settrace`` function recording the lines and arcs run inside ``span`` of ``file``."""
+    first, last = span
+
+    def local(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            line = frame.f_lineno
+            if first <= line <= last:
+                lines.add(line)
+                previous = previous_line.get(id(frame))
+                if previous is not None:
+                    arcs.add((previous, line))
+                previous_line[id(frame)] = line
+        return local
+
+    previous_line: dict[int, int] = {}
+
+    def outer(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "call" and frame.f_code.co_filename == file:
+            return local
+        return None
+
+    return outer
+
+
+def observe(request: dict[str, Any], result_path: Path) -> None:
+    """Run every case of an observe request, appending one JSON line per case."""
+    file = Path(request["file"])
+    roots = [Path(root) for root in request["roots"]]
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        raise CaseTimeout
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    with result_path.open("a", encoding="utf-8") as out:
+        try:
+            module = load_module(file, roots)
+            owner = request["qualname"].rsplit(".", 1)[0] if request.get("method") else None
+            target = resolve(module, owner or request["qualname"])
+        except ResolveError as exc:
+            out.write(json.dumps({"error": {"stage": "resolve", "message": str(exc)}}) + "\n")
+            return
+        except BaseException as exc:
+            out.write(json.dumps({"raised": describe_exception(exc), "stage": "import"}) + "\n")
+            return
+        request["file"] = module.__file__ or str(file)
+        names = namespace(module)
+        for case in request["cases"]:
+            record = observe_case(case, target, module, names, request)
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+
+
 def main(argv: list[str]) -> int:
     request_path, result_path = Path(argv[1]), Path(argv[2])
     request = json.loads(request_path.read_text(encoding="utf-8"))
     caller = os.getpid()
+    if request.get("mode") == "observe":
+        observe(request, result_path)
+        if os.getpid() != caller:
+            os._exit(0)
+        return 0
     result = run(request)
     sys.stdout.flush()
     sys.stderr.flush()

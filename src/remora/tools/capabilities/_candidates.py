@@ -1,15 +1,17 @@
 """Candidate argument sets for calling one function of an untyped project.
 
-A characterization agent runs these calls and records what it sees, so every value must be
-JSON (None, bool, int, float, str, list, dict with str keys) and the code analysed is only
-parsed, never imported. Sources, most trusted first:
+A characterization agent runs these calls and records what it sees, and writes the ones worth
+keeping into a test verbatim, so every argument is Python source a test may contain (see
+:mod:`._arguments`): literals, and for parameters the function calls, small lambdas or
+builtins. The code analysed is only parsed, never imported. Sources, most trusted first:
 
 1. ``doctest``: ``>>> name(...)`` examples in the function's own docstring;
 2. ``call_site`` / ``test``: literal calls in other project files (tests labelled ``test``);
 3. ``default``: parameters at their literal defaults, required ones filled from 4-6;
 4. ``literal``: values the body compares a parameter with (and boundaries), keys it reads;
 5. ``annotation``: typical values of the annotated type;
-6. ``name``: typical values guessed from the parameter's name.
+6. ``name``: typical values guessed from the parameter's name (and, for a parameter the body
+   calls, callables of the arity it is called with).
 
 Steps 3-6 combine one factor at a time: a base set, then one parameter varied per candidate.
 """
@@ -17,7 +19,6 @@ Steps 3-6 combine one factor at a time: a base set, then one parameter varied pe
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -26,6 +27,13 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from remora import pyast
+from remora.tools.capabilities._arguments import (
+    Case,
+    CaseError,
+    allowed_names,
+    check_expression,
+    public_names,
+)
 
 _FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
 _MISSING = object()
@@ -35,15 +43,26 @@ _CALLABLE_NAMES = {"func", "f", "fn", "predicate", "callback"}
 
 @dataclass(frozen=True)
 class Candidate:
-    """One way to call the function, and where the values came from."""
+    """One way to call the function, as argument source, and where the values came from."""
 
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
+    args: tuple[str, ...]
+    kwargs: dict[str, str]
     source: str
+
+    @property
+    def case(self) -> Case:
+        return Case(self.args, tuple(self.kwargs.items()))
 
     def to_json(self) -> dict[str, Any]:
         """The candidate as plain JSON data, ready for a sandboxed script."""
-        return {"args": list(self.args), "kwargs": dict(self.kwargs), "source": self.source}
+        return {"text": self.case.text, "source": self.source}
+
+
+class _Expr(str):
+    """Source text among literal values: its repr is the text itself."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 @dataclass(frozen=True)
@@ -71,6 +90,7 @@ def candidate_inputs(
 ) -> list[Candidate]:
     """Candidates for ``qualname`` in ``source``, most trusted first, deduplicated."""
     target = _find(source, qualname)
+    allowed = allowed_names(public_names(source))
     found: list[Candidate] = []
     seen: set[str] = set()
 
@@ -78,23 +98,23 @@ def candidate_inputs(
         for candidate in candidates:
             if len(found) >= limit:
                 return False
-            key = json.dumps([list(candidate.args), candidate.kwargs], sort_keys=True)
+            key = candidate.case.text
             if key not in seen:
                 seen.add(key)
                 found.append(candidate)
         return len(found) < limit
 
-    if not add(_doctests(target)):
+    if not add(_doctests(target, allowed)):
         return found
-    if not add(_call_sites(target, project or {})):
+    if not add(_call_sites(target, project or {}, allowed)):
         return found
     add(_synthesized(target))
     return found
 
 
 def callable_params(source: str, qualname: str) -> list[str]:
-    """Parameters that must be callables, which JSON cannot carry; the caller says why."""
-    return _callables(_find(source, qualname))
+    """Parameters the function calls or that are named like functions."""
+    return list(_callables(_find(source, qualname)))
 
 
 # --- locating the function -------------------------------------------------------------------
@@ -161,30 +181,43 @@ def _target(func: _FuncDef, class_name: str | None) -> _Target:
 
 
 def _literal(node: ast.expr) -> Any:
-    """The node's JSON value, or ``_MISSING``: tuples, sets and bytes do not survive JSON."""
+    """The node's literal value, or ``_MISSING`` (names, calls, infinities)."""
     try:
         value = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return _MISSING
-    return value if _is_json(value) else _MISSING
+    return value if _is_plain(value) else _MISSING
 
 
-def _is_json(value: Any) -> bool:
-    if value is None or isinstance(value, bool | int | str):
+def _is_plain(value: Any) -> bool:
+    """Whether ``repr(value)`` is a literal that evaluates back to ``value``."""
+    if value is None or isinstance(value, bool | int | str | bytes):
         return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_is_json(v) for v in value)
+    if isinstance(value, float | complex):
+        return all(math.isfinite(part) for part in (complex(value).real, complex(value).imag))
+    if isinstance(value, list | tuple | set | frozenset):
+        return not isinstance(value, frozenset) and all(_is_plain(v) for v in value)
     if isinstance(value, dict):
-        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+        return all(_is_plain(k) and _is_plain(v) for k, v in value.items())
     return False
+
+
+def _argument(node: ast.expr, allowed: frozenset[str]) -> str | None:
+    """The argument as case source: a literal's canonical repr, or an allowed expression."""
+    value = _literal(node)
+    if value is not _MISSING:
+        return repr(value)
+    try:
+        check_expression(node, allowed)
+    except CaseError:
+        return None
+    return ast.unparse(node)
 
 
 # --- 1 and 2: examples written by people -------------------------------------------------------
 
 
-def _doctests(target: _Target) -> Iterator[Candidate]:
+def _doctests(target: _Target, allowed: frozenset[str]) -> Iterator[Candidate]:
     """Calls in ``>>>`` examples (with ``...`` continuations) of the function's docstring."""
     doc = ast.get_docstring(target.func) or ""
     lines = doc.splitlines()
@@ -201,11 +234,14 @@ def _doctests(target: _Target) -> Iterator[Candidate]:
             tree = pyast.parse(text)
         except SyntaxError:
             continue
-        yield from _literal_calls(tree, target, "doctest", in_own_module=True)
+        yield from _literal_calls(tree, target, "doctest", allowed, in_own_module=True)
 
 
-def _call_sites(target: _Target, project: Mapping[str, str]) -> Iterator[Candidate]:
-    """Literal calls in the other files; files named like tests give source ``test``."""
+def _call_sites(
+    target: _Target, project: Mapping[str, str], allowed: frozenset[str]
+) -> Iterator[Candidate]:
+    """Calls in the other files whose arguments a case may contain; files named like tests
+    give source ``test``."""
     for path in sorted(project):
         try:
             tree = pyast.parse(project[path])
@@ -213,11 +249,12 @@ def _call_sites(target: _Target, project: Mapping[str, str]) -> Iterator[Candida
             continue
         base = PurePosixPath(path.replace("\\", "/")).name
         is_test = base.startswith("test_") or base.endswith("_test.py")
-        yield from _literal_calls(tree, target, "test" if is_test else "call_site", False)
+        kind = "test" if is_test else "call_site"
+        yield from _literal_calls(tree, target, kind, allowed, in_own_module=False)
 
 
 def _literal_calls(
-    tree: ast.AST, target: _Target, source: str, in_own_module: bool
+    tree: ast.AST, target: _Target, source: str, allowed: frozenset[str], *, in_own_module: bool
 ) -> Iterator[Candidate]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not _calls_target(node.func, target, in_own_module):
@@ -226,11 +263,14 @@ def _literal_calls(
             continue
         if any(k.arg is None for k in node.keywords):
             continue
-        args = [_literal(a) for a in node.args]
-        kwargs = {k.arg: _literal(k.value) for k in node.keywords if k.arg is not None}
-        if _MISSING in args or _MISSING in kwargs.values() or not _fits(target, args, kwargs):
+        args = [_argument(a, allowed) for a in node.args]
+        kwargs = {k.arg: _argument(k.value, allowed) for k in node.keywords if k.arg is not None}
+        if None in args or None in kwargs.values():
             continue
-        yield Candidate(tuple(args), kwargs, source)
+        checked_args = [a for a in args if a is not None]
+        checked_kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        if _fits(target, checked_args, checked_kwargs):
+            yield Candidate(tuple(checked_args), checked_kwargs, source)
 
 
 def _calls_target(func: ast.expr, target: _Target, in_own_module: bool) -> bool:
@@ -269,11 +309,14 @@ def _fits(target: _Target, args: list[Any], kwargs: dict[str, Any]) -> bool:
 
 def _synthesized(target: _Target) -> Iterator[Candidate]:
     """A base set, then each parameter varied through its pools, tier by tier."""
-    callables = set(_callables(target))
-    if any(p.name in callables and not p.has_default for p in target.params):
-        return
-    params = [p for p in target.params if p.name not in callables]
-    pools = {p.name: _pools(p, target.func) for p in params}
+    callables = _callables(target)
+    params = [p for p in target.params if p.name not in callables or not p.has_default]
+    pools = {
+        p.name: _callable_pools(callables[p.name])
+        if p.name in callables
+        else _pools(p, target.func)
+        for p in params
+    }
     base: dict[str, Any] = {}
     for p in params:
         if p.default is not _MISSING:
@@ -300,7 +343,20 @@ def _build(params: list[_Param], values: dict[str, Any], source: str) -> Candida
             kwargs[p.name] = values[p.name]
         elif not gap:
             args.append(values[p.name])
-    return Candidate(tuple(args), kwargs, source)
+    return Candidate(tuple(repr(a) for a in args), {k: repr(v) for k, v in kwargs.items()}, source)
+
+
+_CALLABLES_BY_ARITY: dict[int, list[str]] = {
+    0: ["lambda: 1"],
+    1: ["lambda x: x", "str", "bool"],
+    2: ["operator.add", "lambda a, b: (a, b)"],
+}
+
+
+def _callable_pools(arity: int) -> dict[str, list[Any]]:
+    """Callables taking ``arity`` positional arguments (-1: unknown, any number)."""
+    exprs = _CALLABLES_BY_ARITY.get(arity, ["lambda *args: args"])
+    return {"default": [], "literal": [], "annotation": [], "name": [_Expr(t) for t in exprs]}
 
 
 def _pools(param: _Param, func: _FuncDef) -> dict[str, list[Any]]:
@@ -437,27 +493,28 @@ def _name_values(name: str) -> tuple[list[Any], bool]:
     return [1, "a"], False
 
 
-def _callables(target: _Target) -> list[str]:
-    """Parameters called in the body or named like functions (``key`` only when called)."""
-    called = {
-        n.func.id
-        for n in ast.walk(target.func)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-    }
-    return [
-        p.name
+def _callables(target: _Target) -> dict[str, int]:
+    """Parameters called in the body or named like functions (``key`` only when called),
+    with the number of positional arguments of the first call (-1 when starred, 1 unseen)."""
+    arity: dict[str, int] = {}
+    for node in ast.walk(target.func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            starred = any(isinstance(a, ast.Starred) for a in node.args)
+            arity.setdefault(node.func.id, -1 if starred else len(node.args))
+    return {
+        p.name: arity.get(p.name, 1)
         for p in target.params
-        if p.name in called
+        if p.name in arity
         or p.name in _CALLABLE_NAMES
         or p.name.endswith(("_func", "_fn", "_callback"))
-    ]
+    }
 
 
 def _unique(values: list[Any]) -> list[Any]:
     seen: set[str] = set()
     out: list[Any] = []
     for value in values:
-        key = json.dumps(value, sort_keys=True)
+        key = repr(value)
         if key not in seen:
             seen.add(key)
             out.append(value)

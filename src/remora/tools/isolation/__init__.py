@@ -39,7 +39,7 @@ import os
 import site
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,10 +134,13 @@ class Sandbox:
         what: str,
         pythonpath: Sequence[Path] = (),
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        env: Mapping[str, str] | None = None,
     ) -> CommandResult:
-        """Run ``argv`` in the sandbox; TOOL_201 on timeout, TOOL_803/TOOL_804 as documented."""
+        """Run ``argv`` in the sandbox; TOOL_201 on timeout, TOOL_803/TOOL_804 as documented.
+
+        ``env`` adds variables to the scrubbed environment (``PYTHONHASHSEED``, say)."""
         return self._launch(
-            ["-I", "-S"], {"argv": list(argv)}, timeout, what, pythonpath, output_limit
+            ["-I", "-S"], {"argv": list(argv)}, timeout, what, pythonpath, output_limit, env
         )
 
     def run_python(
@@ -149,11 +152,12 @@ class Sandbox:
         what: str,
         pythonpath: Sequence[Path] = (),
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        env: Mapping[str, str] | None = None,
     ) -> CommandResult:
         """``python -P -s script args`` in the sandbox, one interpreter start-up cheaper:
         the launcher runs the script itself once the sandbox is in place."""
         command = {"argv": [sys.executable], "python": {"script": str(script), "args": list(args)}}
-        return self._launch(["-P", "-s"], command, timeout, what, pythonpath, output_limit)
+        return self._launch(["-P", "-s"], command, timeout, what, pythonpath, output_limit, env)
 
     def _launch(
         self,
@@ -163,6 +167,7 @@ class Sandbox:
         what: str,
         pythonpath: Sequence[Path],
         output_limit: int,
+        env: Mapping[str, str] | None = None,
     ) -> CommandResult:
         self._runs += 1
         spec_path = self.exchange / f"launch-{self._runs}.spec"
@@ -174,7 +179,7 @@ class Sandbox:
         result = run_command(
             outer,
             cwd=self.root,
-            env=scrubbed_env(self.home, pythonpath),
+            env=scrubbed_env(self.home, pythonpath, env),
             timeout=timeout,
             what=what,
             output_limit=output_limit,
