@@ -102,7 +102,7 @@ def test_json_output_and_auto_accept(project: Path) -> None:
 
 
 def test_nothing_to_run_is_a_usage_error(project: Path) -> None:
-    done = remora("analyze", ".", "--ops", "sample_data", cwd=project)
+    done = remora("analyze", ".", "--ops", "nosuch", cwd=project)
     assert done.returncode == 2
     assert "RUN_020" in done.stderr and "RUN_021" in done.stderr
     assert "Traceback" not in done.stderr

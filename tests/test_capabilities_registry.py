@@ -33,6 +33,17 @@ EXPECTED = {
     "lint_fix",
     "lint_verify",
     "call_function",
+    "characterizable",
+    "signature_inputs",
+    "propose_cases",
+    "observe_cases",
+    "existing_tests",
+    "write_characterization_tests",
+    "run_characterization_tests",
+    "characterization_result",
+    "write_custom_tests",
+    "write_fixtures",
+    "fixtures_result",
 }
 
 

@@ -61,15 +61,16 @@ def test_plan_honours_enabled_and_ops_and_reports_what_cannot_run(project: Path)
     agents = load_agents(config.agents.dirs)
     found = nodes(project)
     default = plan_jobs(config, agents, found)
-    assert default.operations == ["lint", "docstring", "marker"]
-    assert [p.operation for p in default.problems] == ["test", "sample_data"]  # no agent yet
+    assert default.operations == ["lint", "docstring", "test", "sample_data", "marker"]
+    assert default.problems == []
     explicit = plan_jobs(config, agents, found, ["harness"])
     assert explicit.operations == ["harness"]  # --ops wins over enabled: false
-    broken = plan_jobs(config, agents, found, ["markr", "test"])
+    orphan = config_with(marker={}, orphan={"agent": "nowhere"})
+    broken = plan_jobs(orphan, agents, found, ["markr", "orphan"])
     assert broken.jobs == []
-    assert [p.operation for p in broken.problems] == ["markr", "test"]
+    assert [p.operation for p in broken.problems] == ["markr", "orphan"]
     assert "did you mean 'marker'" in broken.problems[0].hint
-    assert "no agent named 'test'" in broken.problems[1].message
+    assert "no agent named 'nowhere'" in broken.problems[1].message
 
 
 def run(project: Path, config: RemoraConfig, policy: Policy, **kwargs: object):  # type: ignore[no-untyped-def]

@@ -82,8 +82,8 @@ def _default_operations() -> dict[str, OperationConfig]:
     return {
         "lint": OperationConfig(),
         "docstring": OperationConfig(options={"style": "google"}),
-        "test": OperationConfig(),
-        "sample_data": OperationConfig(),
+        "test": OperationConfig(options={"model_inputs": True, "write_test_file": False}),
+        "sample_data": OperationConfig(options={"model_inputs": True, "format": "json"}),
     }
 
 

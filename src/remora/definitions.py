@@ -99,6 +99,7 @@ class _RawTool(_Raw):
     effect: Effect
     inputs_override: dict[str, Any] = Field(default_factory=dict)
     context_providers: list[str] = Field(default_factory=list)
+    when_option: str | None = Field(default=None, pattern=_IDENTIFIER)
 
 
 class InitialContext(_Raw):
@@ -127,6 +128,11 @@ class ToolDefinition(ScriptTool):
 
     description: str = ""
     effect: Effect
+    when_option: str | None = None
+
+    def offered(self, options: Mapping[str, Any]) -> bool:
+        """Whether the model is offered this tool under the operation's ``options``."""
+        return self.when_option is None or bool(options.get(self.when_option, False))
 
     def spec(self) -> ToolSpec:
         """The tool as the model sees it: system inputs hidden, overrides merged."""
@@ -590,6 +596,7 @@ class _Validator:
             effect=raw.effect,
             inputs_override=raw.inputs_override,
             context_providers=providers,
+            when_option=raw.when_option,
         )
 
     def _script(self, where: str, path: Path) -> PymScript | None:

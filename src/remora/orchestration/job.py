@@ -112,7 +112,11 @@ async def run_job(
     key = job.key
     context = job.context(store, config, workspace_id)
     system = dict(context.system)
-    tools = [LoopTool(spec=tool.spec(), effect=tool.effect) for tool in agent.tools]
+    tools = [
+        LoopTool(spec=tool.spec(), effect=tool.effect)
+        for tool in agent.tools
+        if tool.offered(job.options)
+    ]
 
     async def invoke(name: str, arguments: dict[str, Any]) -> ToolResult:
         return await runtime.run(agent.tool(name), arguments, context)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from remora.tools.capabilities import (
     call,
+    characterization,
     docstring_check,
     docstrings,
     files,
+    fixtures,
     inputs,
     lint,
     pytest_runner,
@@ -34,9 +36,11 @@ __all__ = [
     "bind_capabilities",
     "call",
     "capability",
+    "characterization",
     "docstring_check",
     "docstrings",
     "files",
+    "fixtures",
     "inputs",
     "lint",
     "pytest_runner",

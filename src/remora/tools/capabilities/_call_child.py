@@ -303,6 +303,7 @@ def observe_case(
                 value = call(*args, **kwargs)
                 if inspect.iscoroutine(value):
                     value = asyncio.run(value)
+                stage = "iterate" if isinstance(value, Iterator) else stage
                 record["returned"] = observe_value(value, names, request["items_limit"])
             finally:
                 sys.settrace(None)

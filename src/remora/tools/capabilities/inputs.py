@@ -61,6 +61,7 @@ class Observation(BaseModel):
     receiver: str | None = None
     source: str
     verdict: Verdict
+    stage: str = "call"
     reason: str = ""
     returned: dict[str, Any] | None = None
     raised: dict[str, Any] | None = None
@@ -91,6 +92,10 @@ class Draft:
     proposed: list[Case] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
     model_inputs: bool = True
+    test_path: str | None = None
+    tests: dict[str, Observation] = field(default_factory=dict)
+    verified: tuple[str, dict[str, Any]] | None = None
+    fixture_report: dict[str, Any] | None = None
 
     def kept(self) -> list[Observation]:
         """The first kept observation of each distinct behaviour, most trusted source first."""
@@ -215,6 +220,37 @@ def _call_site_sources(ctx: CapabilityContext, target: Target) -> dict[str, str]
             if len(found) >= _CALL_SITE_FILES:
                 break
     return found
+
+
+@capability
+def characterizable(
+    ctx: CapabilityContext, path: str, qualname: str, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """For a precheck: ``skip`` and the ``reason`` when the function is not worth running.
+
+    Private names and test code are skipped unless ``options`` set ``include_private`` or
+    ``include_tests``; what cannot be called from its module is always skipped.
+    """
+    options = options or {}
+    name = qualname.rsplit(".", 1)[-1]
+    parts = path.split("/")
+    in_tests = (
+        parts[-1].startswith("test_")
+        or parts[-1].endswith("_test.py")
+        or parts[-1] == "conftest.py"
+        or "tests" in parts[:-1]
+    )
+    reason = ""
+    if name.startswith("_") and not options.get("include_private", False):
+        reason = "private or special name (set options.include_private to include it)"
+    elif in_tests and not options.get("include_tests", False):
+        reason = "test code (set options.include_tests to include it)"
+    else:
+        try:
+            load_target(ctx, path, qualname)
+        except ToolError as exc:
+            reason = exc.message
+    return {"skip": bool(reason), "reason": reason}
 
 
 @capability
@@ -438,6 +474,7 @@ def _judge(
         "arcs": [tuple(arc) for arc in record.get("arcs", [])],
         "lines": record.get("lines", []),
         "wrote_files": record.get("wrote_files", False),
+        "stage": record.get("stage", "call"),
     }
     raised = record.get("raised")
     if raised is not None and record.get("stage") == "receiver":

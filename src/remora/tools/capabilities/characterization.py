@@ -1,0 +1,352 @@
+"""The test agent's host side: observed behaviours into a pytest file, verified twice.
+
+:func:`write_characterization_tests` renders the job's kept observations (see
+:mod:`.inputs`) as a test file beside the project's tests. :func:`run_characterization_tests`
+runs that file twice under coverage.py in the isolated runner; a test that fails in either
+run is dropped (the file is rewritten without it), so what is kept passes, deterministically,
+on the unmodified project. Coverage is of the function alone, from the generated tests alone.
+
+Codes: TOOL_705 nothing observed yet or nothing worth a test, TOOL_706 no generated test
+survived two runs, TOOL_707 a model-written test file is not a test module, TOOL_401 pytest
+or coverage could not run.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+
+from remora import pyast
+from remora.errors import ToolError
+from remora.tools.capabilities._arguments import parse_case, public_names
+from remora.tools.capabilities._coverage import (
+    FunctionCoverage,
+    file_entry,
+    function_coverage,
+    function_span,
+)
+from remora.tools.capabilities._registry import CapabilityContext, capability
+from remora.tools.capabilities._store_io import walk_files, write_text
+from remora.tools.capabilities._testgen import MARKER, Behaviour, render_tests, test_file_path
+from remora.tools.capabilities.inputs import (
+    Draft,
+    Observation,
+    Target,
+    draft,
+    load_target,
+    observe_cases,
+)
+from remora.tools.capabilities.lint import module_names, module_tests
+from remora.tools.capabilities.pytest_runner import parse_junit
+from remora.tools.isolation import project_sandbox
+from remora.tools.process import import_roots, python_command
+
+RUNS = 2
+_TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", re.MULTILINE)
+
+
+@capability
+def existing_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """The project's test files for the module, and the tests in them that use the function."""
+    target = load_target(ctx, path, qualname)
+    files = []
+    for test_file in module_tests(ctx, target.path):
+        text = ctx.store.read(test_file).decode("utf-8", errors="replace")
+        if MARKER in text:
+            continue
+        names = [
+            match.group(1)
+            for match in _TEST_DEF.finditer(text)
+            if target.name in _block(text, match.start())
+        ]
+        files.append({"path": test_file, "tests": names[:20], "count": len(names)})
+    return {"files": files, "tests_using_function": sum(f["count"] for f in files)}
+
+
+def _block(text: str, start: int) -> str:
+    """The text of the test starting at ``start``, up to the next top-level statement."""
+    end = re.search(r"^\S", text[start + 1 :], re.MULTILINE)
+    return text[start : start + 1 + end.start()] if end else text[start:]
+
+
+@capability
+def write_characterization_tests(
+    ctx: CapabilityContext, path: str, qualname: str
+) -> dict[str, Any]:
+    """Write one test per distinct observed behaviour; returns the file and the test names."""
+    target = load_target(ctx, path, qualname)
+    job = draft(ctx, target.path, qualname)
+    if not job.observations:
+        raise ToolError(
+            "TOOL_705",
+            f"nothing has been run for {qualname} yet",
+            "run the inputs first (propose_inputs)",
+        )
+    kept = job.kept()
+    if not kept:
+        problems = sorted({o.verdict for o in job.observations})
+        raise ToolError(
+            "TOOL_705",
+            f"no input gave a behaviour worth a test ({', '.join(problems)})",
+            "propose other argument lists whose types fit the parameters",
+        )
+    test_path = _test_path(ctx, target)
+    text, names = _render(target, kept)
+    write_text(ctx, test_path, text)
+    job.test_path, job.tests, job.verified = test_path, dict(zip(names, kept, strict=True)), None
+    return {"path": test_path, "tests": list(names), "behaviours": len(kept)}
+
+
+def _test_path(ctx: CapabilityContext, target: Target) -> str:
+    """Where the tests go; a file of the same name that Remora did not write is never replaced."""
+    files = [
+        f
+        for f in walk_files(ctx, "", (".py",))
+        if posixpath.basename(f).startswith("test_") or f.endswith("_test.py")
+    ]
+    chosen = test_file_path(files, target.path, target.qualname)
+    if ctx.store.exists(chosen) and MARKER not in ctx.store.read(chosen).decode(errors="replace"):
+        chosen = chosen[: -len(".py")] + "_remora.py"
+    return chosen
+
+
+def _render(target: Target, kept: list[Observation]) -> tuple[str, tuple[str, ...]]:
+    module = module_names(target.path)[0]
+    names = public_names(target.source) | {target.qualname.split(".")[0]}
+    callee = target.name if target.needs_receiver else target.qualname
+    behaviours = [_behaviour(o, callee, target) for o in kept]
+    rendered = render_tests(module, target.qualname, behaviours, frozenset(names))
+    return rendered.text, rendered.names
+
+
+def _behaviour(observation: Observation, callee: str, target: Target) -> Behaviour:
+    used = parse_case(observation.case, target.allowed).names() if observation.case else set()
+    if observation.receiver:
+        used |= parse_case(observation.receiver, target.allowed).names()
+    returned = observation.returned or {}
+    raised = observation.raised or {}
+    return Behaviour(
+        call=observation.call(callee),
+        names=frozenset(used),
+        raised=raised.get("assert_type") if observation.raised else None,
+        message=raised.get("message"),
+        kind=returned.get("kind", "value"),
+        literal=returned.get("literal"),
+        type_name=returned.get("type", ""),
+        truncated=bool(returned.get("items_truncated")),
+        stdout=observation.stdout,
+        wrote_files=observation.wrote_files,
+        raised_while_iterating=observation.stage == "iterate",
+    )
+
+
+@capability
+def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """Run the generated tests twice with coverage; drop any that fail in either run.
+
+    Returns the kept and dropped tests and the function's line and branch coverage from the
+    kept tests alone.
+    """
+    target = load_target(ctx, path, qualname)
+    job = draft(ctx, target.path, qualname)
+    if not job.test_path or not ctx.store.exists(job.test_path):
+        raise ToolError("TOOL_705", "there is no generated test file yet", "call write_tests first")
+    dropped: dict[str, str] = {}
+    outcomes, coverage = _measure(ctx, target, job.test_path)
+    failing = {name: why for name, why in outcomes.items() if why}
+    if failing:
+        dropped.update(failing)
+        survivors = [o for name, o in job.tests.items() if name not in failing]
+        outcomes = {}
+        if survivors:
+            text, names = _render(target, survivors)
+            write_text(ctx, job.test_path, text)
+            job.tests = dict(zip(names, survivors, strict=True))
+            outcomes, coverage = _measure(ctx, target, job.test_path, runs=1)
+            dropped.update({name: why for name, why in outcomes.items() if why})
+    report = _report(job.test_path, outcomes, dropped, coverage)
+    if not report["kept"]:
+        ctx.store.delete(job.test_path)
+        job.tests, job.verified = {}, None
+        raise ToolError(
+            "TOOL_706",
+            "no generated test passed twice",
+            "propose other argument lists and write the tests again",
+        )
+    job.verified = (_digest(ctx, job.test_path), report)
+    return report
+
+
+def verified_report(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any] | None:
+    """The last run's report when the test file is still exactly what was run, else None."""
+    target = load_target(ctx, path, qualname)
+    job: Draft = draft(ctx, target.path, qualname)
+    if job.verified is None or not job.test_path or not ctx.store.exists(job.test_path):
+        return None
+    digest, report = job.verified
+    return report if digest == _digest(ctx, job.test_path) else None
+
+
+@capability
+def characterization_result(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """For submit: the verified report (``ok``) or why there is none (``reason``).
+
+    The steps not taken yet (run the inputs, write the tests, run them twice) are taken
+    first, so nothing unverified is ever offered for review.
+    """
+    report = verified_report(ctx, path, qualname)
+    if report is not None:
+        return {"ok": True, **report}
+    try:
+        target = load_target(ctx, path, qualname)
+        job = draft(ctx, target.path, qualname)
+        if not job.test_path or not ctx.store.exists(job.test_path):
+            if not job.observations:
+                observe_cases(ctx, path, qualname, job.model_inputs)
+            write_characterization_tests(ctx, path, qualname)
+        return {"ok": True, **run_characterization_tests(ctx, path, qualname)}
+    except ToolError as exc:
+        return {"ok": False, "reason": exc.message}
+
+
+@capability
+def write_custom_tests(
+    ctx: CapabilityContext, path: str, qualname: str, content: str
+) -> dict[str, Any]:
+    """Write a test file the model wrote itself; it is kept only if every test passes twice."""
+    target = load_target(ctx, path, qualname)
+    try:
+        tree = pyast.parse(content)
+    except SyntaxError as exc:
+        raise ToolError(
+            "TOOL_707",
+            f"the test file is not valid Python: {exc.msg} (line {exc.lineno})",
+            "write a complete pytest module",
+        ) from None
+    if not any(
+        isinstance(node, ast.FunctionDef) and node.name.startswith("test") for node in tree.body
+    ):
+        raise ToolError("TOOL_707", "the file has no test function", "define test_... functions")
+    job = draft(ctx, target.path, qualname)
+    test_path = job.test_path or _test_path(ctx, target)
+    before = ctx.store.read(test_path) if ctx.store.exists(test_path) else None
+    write_text(ctx, test_path, content if content.endswith("\n") else content + "\n")
+    outcomes, coverage = _measure(ctx, target, test_path)
+    failing = {name: why for name, why in outcomes.items() if why}
+    if failing or not outcomes:
+        if before is None:
+            ctx.store.delete(test_path)
+        else:
+            ctx.store.write(test_path, before)
+        shown = "; ".join(f"{name}: {why}" for name, why in list(failing.items())[:3])
+        raise ToolError(
+            "TOOL_706",
+            f"the file was not kept: {shown or 'no test ran'}",
+            "fix the failing tests and write the file again",
+        )
+    report = _report(test_path, outcomes, {}, coverage)
+    job.test_path, job.tests = test_path, {}
+    job.verified = (_digest(ctx, test_path), report)
+    return report
+
+
+def _report(
+    test_path: str,
+    outcomes: dict[str, str],
+    dropped: dict[str, str],
+    coverage: FunctionCoverage,
+) -> dict[str, Any]:
+    return {
+        "path": test_path,
+        "kept": [name for name, why in outcomes.items() if not why],
+        "dropped": [{"test": name, "reason": why} for name, why in dropped.items()],
+        "coverage": coverage.model_dump(),
+        "coverage_summary": coverage.summary(),
+        "line_rate": round(coverage.line_rate, 4),
+        "branch_rate": round(coverage.branch_rate, 4),
+    }
+
+
+def _digest(ctx: CapabilityContext, path: str) -> str:
+    return hashlib.sha256(ctx.store.read(path)).hexdigest()
+
+
+def _measure(
+    ctx: CapabilityContext, target: Target, test_path: str, runs: int = RUNS
+) -> tuple[dict[str, str], FunctionCoverage]:
+    """Per-test failure reason ('' when it passed every run) and the first run's coverage."""
+    reasons: dict[str, str] = {}
+    coverage: FunctionCoverage | None = None
+    with project_sandbox(ctx.store, ctx.config) as box:
+        for run in range(runs):
+            data, junit = box.exchange / f"coverage-{run}", box.exchange / f"junit-{run}.xml"
+            pytest_args = ["-p", "no:cacheprovider", f"--junitxml={junit}", "-q"]
+            pytest_args += ["-o", "junit_family=xunit1", f"--rootdir={box.root}"]
+            measure = [
+                "run",
+                "--branch",
+                f"--data-file={data}",
+                f"--include={box.root / target.path}",
+            ]
+            result = box.run(
+                python_command(
+                    "-m",
+                    "coverage",
+                    *measure,
+                    "-m",
+                    "pytest",
+                    *pytest_args,
+                    str(box.root / test_path),
+                ),
+                pythonpath=import_roots(box.root),
+                timeout=ctx.config.subprocess_timeout,
+                what="the generated tests",
+                env={"PYTHONHASHSEED": str(run + 1)},
+            )
+            for name, why in _outcomes(junit, result.stderr or result.stdout).items():
+                if why and not reasons.get(name):
+                    reasons[name] = f"{why} (run {run + 1})"
+                reasons.setdefault(name, "")
+            if coverage is None:
+                report_json = box.exchange / "coverage.json"
+                box.run(
+                    python_command(
+                        "-m", "coverage", "json", f"--data-file={data}", "-o", str(report_json)
+                    ),
+                    timeout=ctx.config.subprocess_timeout,
+                    what="coverage json",
+                )
+                raw = json.loads(report_json.read_text()) if report_json.is_file() else {}
+                span = function_span(target.source, target.qualname)
+                coverage = function_coverage(file_entry(raw, target.path), span)
+    assert coverage is not None
+    return reasons, coverage
+
+
+def _outcomes(junit: Path, output: str) -> dict[str, str]:
+    """Each test's failure reason ('' when it passed), or TOOL_401 when pytest did not run."""
+    if not junit.is_file():
+        tail = " | ".join(output.strip().splitlines()[-3:])
+        raise ToolError(
+            "TOOL_401",
+            f"pytest could not run the generated tests: {tail}",
+            "the module may not import in a test; check the project's test setup",
+        )
+    tests, errors = parse_junit(junit.read_text(encoding="utf-8"))
+    if errors:
+        raise ToolError(
+            "TOOL_401",
+            f"the generated tests could not be collected: {errors[0]['message'][:200]}",
+            "the module may not import in a test; check the project's test setup",
+        )
+    return {
+        test["nodeid"].rsplit("::", 1)[-1]: ""
+        if test["outcome"] == "passed"
+        else f"{test['outcome']}: {test['message'] or ''}"[:200]
+        for test in tests
+    }

@@ -1,0 +1,181 @@
+"""The sample_data agent's host side: observed calls as a JSON or YAML fixture file.
+
+Each fixture is one argument list that called the function without an argument error (see
+:mod:`.inputs`), with what it returned or raised. Files are written with the ``json`` and
+``yaml`` libraries to ``fixtures/<module path>/<qualname>.<ext>``. A value that is not data
+(a callable, a tuple, a set, an object) is written as ``{"$python": "<expression>"}``: an
+expression to evaluate with the module's public names in scope; a result that has no such
+expression is left out, with the reason.
+
+Codes: TOOL_104 an unknown format, TOOL_705 nothing observed yet or no usable fixture.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import posixpath
+from typing import Any
+
+import yaml
+
+from remora import pyast
+from remora.errors import ToolError
+from remora.tools.capabilities._registry import CapabilityContext, capability
+from remora.tools.capabilities._store_io import write_text
+from remora.tools.capabilities.inputs import Observation, draft, load_target, observe_cases
+from remora.tools.capabilities.lint import module_names
+
+FORMATS = ("json", "yaml")
+MAX_FIXTURES = 12
+PYTHON_MARKER = "$python"
+_NOTE = (
+    f'Values written as {{"{PYTHON_MARKER}": "..."}} are Python expressions (callables, '
+    "tuples, sets, objects): evaluate them with the module's public names in scope."
+)
+
+
+@capability
+def write_fixtures(
+    ctx: CapabilityContext, path: str, qualname: str, format: str = "json"
+) -> dict[str, Any]:
+    """Write every validated fixture of the job to ``fixtures/<module>/<qualname>.<format>``."""
+    kind = str(format).strip().lower().lstrip(".")
+    kind = "yaml" if kind == "yml" else kind
+    if kind not in FORMATS:
+        raise ToolError("TOOL_104", f"'format' must be json or yaml, got {format!r}", "pass json")
+    target = load_target(ctx, path, qualname)
+    job = draft(ctx, target.path, qualname)
+    if not job.observations:
+        raise ToolError(
+            "TOOL_705",
+            f"no fixture of {qualname} has been validated yet",
+            "call validate_fixtures first",
+        )
+    usable = _usable(job.observations)
+    if not usable:
+        problems = sorted({o.verdict for o in job.observations})
+        raise ToolError(
+            "TOOL_705",
+            f"no fixture called {qualname} without an argument error ({', '.join(problems)})",
+            "propose fixtures whose values fit the parameters, then validate them",
+        )
+    module = module_names(target.path)[0]
+    data = {
+        "function": f"{module}.{qualname}",
+        "generated_by": "remora sample_data",
+        "note": _NOTE,
+        "fixtures": [fixture(o) for o in usable],
+    }
+    text = (
+        json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        if kind == "json"
+        else yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    )
+    loaded = json.loads(text) if kind == "json" else yaml.safe_load(text)
+    if loaded != data:
+        raise ToolError("TOOL_705", "the fixtures do not survive a round trip", "use json")
+    out = fixture_path(target.path, qualname, kind)
+    write_text(ctx, out, text)
+    omitted = [f for f in data["fixtures"] if "returns_omitted" in f]
+    job.fixture_report = {
+        "path": out,
+        "fixtures": len(usable),
+        "raising": sum(1 for f in data["fixtures"] if "raises" in f),
+        "results_omitted": len(omitted),
+        "format": kind,
+    }
+    return job.fixture_report
+
+
+@capability
+def fixtures_result(
+    ctx: CapabilityContext, path: str, qualname: str, format: str = "json"
+) -> dict[str, Any]:
+    """For submit: the written fixture file (``ok``) or why there is none (``reason``).
+
+    When no file was written yet, the fixtures are validated (if needed) and written first.
+    """
+    try:
+        target = load_target(ctx, path, qualname)
+        job = draft(ctx, target.path, qualname)
+        if job.fixture_report and ctx.store.exists(job.fixture_report["path"]):
+            return {"ok": True, **job.fixture_report}
+        if not job.observations:
+            observe_cases(ctx, path, qualname, job.model_inputs)
+        return {"ok": True, **write_fixtures(ctx, path, qualname, format)}
+    except ToolError as exc:
+        return {"ok": False, "reason": exc.message}
+
+
+def fixture_path(module_path: str, qualname: str, kind: str) -> str:
+    """``fixtures/<module path without .py>/<qualname>.<kind>``."""
+    stem = posixpath.splitext(module_path)[0]
+    return posixpath.join("fixtures", stem, f"{qualname}.{kind}")
+
+
+def _usable(observations: list[Observation]) -> list[Observation]:
+    """Kept observations, one per argument list, at most :data:`MAX_FIXTURES`."""
+    seen: set[tuple[str, str | None]] = set()
+    usable: list[Observation] = []
+    for observation in observations:
+        key = (observation.case, observation.receiver)
+        if observation.verdict == "kept" and key not in seen:
+            seen.add(key)
+            usable.append(observation)
+    return usable[:MAX_FIXTURES]
+
+
+def fixture(observation: Observation) -> dict[str, Any]:
+    """One fixture: arguments as data (or ``$python``), then the observed outcome."""
+    call = pyast.parse(f"f({observation.case})", mode="eval").body
+    assert isinstance(call, ast.Call)
+    entry: dict[str, Any] = {}
+    if observation.receiver:
+        entry["receiver"] = {PYTHON_MARKER: observation.receiver}
+    entry["args"] = [as_data(node) for node in call.args]
+    entry["kwargs"] = {str(k.arg): as_data(k.value) for k in call.keywords}
+    if observation.raised is not None:
+        entry["raises"] = {
+            "type": observation.raised["type"],
+            "message": observation.raised["message"],
+        }
+    else:
+        returned = observation.returned or {}
+        if "json" in returned:
+            entry["returns"] = returned["json"]
+        elif returned.get("literal") is not None:
+            entry["returns"] = {PYTHON_MARKER: returned["literal"]}
+        else:
+            entry["returns_omitted"] = (
+                f"a {returned.get('type', 'value')} cannot be written as data or as an "
+                "expression that rebuilds it"
+            )
+        if returned.get("kind") == "iterator":
+            entry["returns_kind"] = "iterator (items listed)"
+            if returned.get("items_truncated"):
+                entry["returns_kind"] = "iterator (first items listed)"
+    if observation.stdout:
+        entry["stdout"] = observation.stdout
+    return entry
+
+
+def as_data(node: ast.expr) -> Any:
+    """The argument as JSON data when it is exactly that, else ``{"$python": source}``."""
+    try:
+        value = ast.literal_eval(node)
+        same = json.loads(json.dumps(value)) == value and _plain_types(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        same = False
+    return value if same else {PYTHON_MARKER: ast.unparse(node)}
+
+
+def _plain_types(value: Any) -> bool:
+    """Only JSON's own types (a tuple would come back a list, an int key a string)."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return True
+    if isinstance(value, list):
+        return all(_plain_types(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain_types(v) for k, v in value.items())
+    return False
