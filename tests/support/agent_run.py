@@ -32,6 +32,7 @@ class Outcome:
     tools: ToolOutcomes
     tool_summaries: list[str] = field(default_factory=list)
     model_calls: int = 0
+    offered_tools: list[str] = field(default_factory=list)
 
 
 def run_operation(
@@ -83,4 +84,5 @@ def run_operation(
         ),
         tool_summaries=[event.summary for event in results],
         model_calls=len(model.requests),
+        offered_tools=[tool.name for tool in model.requests[0].tools] if model.requests else [],
     )

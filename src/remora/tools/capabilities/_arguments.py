@@ -11,7 +11,6 @@ few standard modules (``operator.add``). Anything else (``open``, dunder attribu
 from __future__ import annotations
 
 import ast
-import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -110,10 +109,10 @@ def parse_case(text: str, allowed: frozenset[str]) -> Case:
         ) from None
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise CaseError(f"{text.strip()!r} is not a Python argument list")
-    for node in [*call.args, *(k.value for k in call.keywords)]:
-        check_expression(node, allowed)
     if any(k.arg is None for k in call.keywords):
         raise CaseError("'**' unpacking is not allowed; write each keyword argument")
+    for node in [*call.args, *(k.value for k in call.keywords)]:
+        check_expression(node, allowed)
     return Case(
         tuple(ast.unparse(node) for node in call.args),
         tuple((str(k.arg), ast.unparse(k.value)) for k in call.keywords),
@@ -168,6 +167,8 @@ def check_expression(
     elif isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name | ast.Attribute):
             raise CaseError("only named functions can be called in a case")
+        if any(k.arg is None for k in node.keywords):
+            raise CaseError("'**' unpacking is not allowed; write each keyword argument")
     elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow | ast.LShift | ast.Mult):
         _check_size(node)
     elif not isinstance(node, _PLAIN_NODES):
@@ -194,7 +195,9 @@ def free_names(node: ast.AST, bound: frozenset[str] = frozenset()) -> set[str]:
         params = node.args
         names = {a.arg for a in [*params.posonlyargs, *params.args, *params.kwonlyargs]}
         names |= {a.arg for a in (params.vararg, params.kwarg) if a is not None}
-        return free_names(node.body, bound | names)
+        defaults = [*params.defaults, *(d for d in params.kw_defaults if d is not None)]
+        inside = free_names(node.body, bound | names)
+        return inside.union(*(free_names(default, bound) for default in defaults))
     if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
         found: set[str] = set()
         inner = bound
@@ -206,8 +209,3 @@ def free_names(node: ast.AST, bound: frozenset[str] = frozenset()) -> set[str]:
         parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
         return found.union(*(free_names(part, inner) for part in parts))
     return set().union(*(free_names(child, bound) for child in ast.iter_child_nodes(node)))
-
-
-def builtin_names() -> frozenset[str]:
-    """Every builtin name, to tell which free names of a case need no import."""
-    return frozenset(dir(builtins))

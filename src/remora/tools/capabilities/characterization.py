@@ -48,6 +48,7 @@ from remora.tools.process import import_roots, python_command
 
 RUNS = 2
 _TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", re.MULTILINE)
+_TOP_LEVEL = re.compile(r"^\S", re.MULTILINE)
 
 
 @capability
@@ -62,7 +63,7 @@ def existing_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str
         names = [
             match.group(1)
             for match in _TEST_DEF.finditer(text)
-            if target.name in _block(text, match.start())
+            if target.name in _block(text, match.start(1))
         ]
         files.append({"path": test_file, "tests": names[:20], "count": len(names)})
     return {"files": files, "tests_using_function": sum(f["count"] for f in files)}
@@ -70,8 +71,9 @@ def existing_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str
 
 def _block(text: str, start: int) -> str:
     """The text of the test starting at ``start``, up to the next top-level statement."""
-    end = re.search(r"^\S", text[start + 1 :], re.MULTILINE)
-    return text[start : start + 1 + end.start()] if end else text[start:]
+    line_end = text.find("\n", start)
+    end = _TOP_LEVEL.search(text, line_end + 1) if line_end >= 0 else None
+    return text[start : end.start()] if end else text[start:]
 
 
 @capability

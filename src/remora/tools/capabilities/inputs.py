@@ -161,6 +161,13 @@ def load_target(ctx: CapabilityContext, path: str, qualname: str) -> Target:
             f"'{qualname}' cannot be found in {relative}: {exc}",
             "check the qualified name",
         ) from None
+    found = ".".join([*(parent.name for parent in located.parents), located.node.name])
+    if found != qualname:
+        raise ToolError(
+            "TOOL_106",
+            f"'{qualname}' is not defined at the top level of {relative}; it is '{found}'",
+            "pass the full qualified name",
+        )
     signature = describe(source, located)
     kind = method_kind(located)
     if signature["kind"] == "class" or kind == "property":

@@ -1,0 +1,126 @@
+"""The bundled sample_data agent end to end: scripted model, real tools, real workspace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from remora.testing import call
+from tests.stores import write_tree
+from tests.support.agent_run import run_operation
+
+MODULE = '''"""Small helpers."""
+
+
+def clamp(value, low, high):
+    if low > high:
+        raise ValueError("low must not exceed high")
+    return max(low, min(value, high))
+
+
+def risky(n):
+    if n == 13:
+        import os
+
+        os._exit(1)
+    return n * 2
+
+
+def parse_flag(text):
+    if text.startswith("--"):
+        return text[2:]
+    return None
+
+
+def apply(func, values):
+    return [func(v) for v in values]
+'''
+
+
+def ideal(fixtures: list[str], file_format: str = "json") -> list:  # type: ignore[type-arg]
+    return [
+        call("analyze_signature"),
+        call("propose_fixtures", fixtures=fixtures),
+        call("validate_fixtures"),
+        call("write_fixture_file", format=file_format),
+        call("submit_result", summary="Fixtures written."),
+    ]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/helpers.py": MODULE})
+
+
+def test_the_ideal_sequence_writes_yaml_fixtures_of_observed_calls(project: Path) -> None:
+    script = ideal(["5, 0, 10", "1, 2, 0", "'a', 0, 10"], "yaml")
+    outcome = run_operation(project, "sample_data", "pkg/helpers.py", script, qualname="clamp")
+    assert outcome.result.status == "success", outcome.result
+    path = "fixtures/pkg/helpers/clamp.yaml"
+    assert outcome.result.details["fixture_file"] == path
+    data = yaml.safe_load(outcome.changed[path])
+    assert data["function"] == "pkg.helpers.clamp"
+    by_args = {json.dumps(f["args"]): f for f in data["fixtures"]}
+    assert by_args["[5, 0, 10]"]["returns"] == 5
+    assert by_args["[1, 2, 0]"]["raises"] == {
+        "type": "ValueError",
+        "message": "low must not exceed high",
+    }
+    assert '["a", 0, 10]' not in by_args  # comparing str and int: a TypeError, left out
+    assert outcome.result.details["raising"] >= 1
+
+
+def test_a_crashing_fixture_is_dropped_and_the_rest_kept(project: Path) -> None:
+    outcome = run_operation(
+        project, "sample_data", "pkg/helpers.py", ideal(["13", "4"]), qualname="risky"
+    )
+    assert outcome.result.status == "success", outcome.result
+    data = json.loads(outcome.changed["fixtures/pkg/helpers/risky.json"])
+    args = [f["args"] for f in data["fixtures"]]
+    assert [4] in args and [13] not in args
+    assert {"args": [4], "kwargs": {}, "returns": 8} in data["fixtures"]
+    assert "crashed" in outcome.tool_summaries[2]
+
+
+def test_an_invalid_fixture_is_refused_with_the_reason(project: Path) -> None:
+    outcome = run_operation(
+        project,
+        "sample_data",
+        "pkg/helpers.py",
+        ideal(["__import__('os')", "'--all'"]),
+        qualname="parse_flag",
+    )
+    assert outcome.result.status == "success", outcome.result
+    assert "Rejected __import__('os'):" in outcome.tool_summaries[1]
+    data = json.loads(outcome.changed["fixtures/pkg/helpers/parse_flag.json"])
+    assert {"args": ["--all"], "kwargs": {}, "returns": "all"} in data["fixtures"]
+
+
+def test_callables_are_written_as_python_expressions(project: Path) -> None:
+    outcome = run_operation(
+        project, "sample_data", "pkg/helpers.py", ideal(["str, (1, 2)"]), qualname="apply"
+    )
+    assert outcome.result.status == "success", outcome.result
+    data = json.loads(outcome.changed["fixtures/pkg/helpers/apply.json"])
+    mine = [f for f in data["fixtures"] if f["args"][1] == {"$python": "(1, 2)"}]
+    assert mine and mine[0]["args"][0] == {"$python": "str"}
+    assert mine[0]["returns"] == ["1", "2"]
+    assert "$python" in data["note"]
+
+
+def test_the_ablation_switch_uses_host_fixtures_only(project: Path) -> None:
+    outcome = run_operation(
+        project,
+        "sample_data",
+        "pkg/helpers.py",
+        ideal(["'--all'"]),
+        qualname="parse_flag",
+        options={"model_inputs": False},
+    )
+    assert outcome.result.status == "success", outcome.result
+    text = outcome.changed["fixtures/pkg/helpers/parse_flag.json"]
+    assert "--all" not in text
+    assert "switched off" in outcome.tool_summaries[1]
