@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -80,3 +83,57 @@ def test_docstring_agent_on_the_embedded_model(
         assert docstring_summary_check(capability_context(project), summary, "scale")["ok"]
     else:
         assert (project / "scaling.py").read_text() == DOC_MODULE  # a failure changes nothing
+
+
+TEST_MODULE = (
+    "def sign(number):\n"
+    "    if number < 0:\n"
+    "        return -1\n"
+    "    if number == 0:\n"
+    "        return 0\n"
+    "    return 1\n"
+)
+
+
+@pytest.mark.model
+def test_test_agent_on_the_embedded_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = write_tree(tmp_path / "proj", {"signs.py": TEST_MODULE})
+    monkeypatch.chdir(project)
+    [job] = _analyze(project, "test", capsys)["jobs"]
+    assert job["status"] == "success", job
+    details = job["details"]
+    generated = project / details["test_file"]
+    assert generated.is_file()  # accepted into the project
+    # What was verified: the accepted tests pass, twice, on the unmodified module.
+    for seed in ("3", "4"):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(generated)],
+            cwd=project,
+            env={**os.environ, "PYTHONPATH": str(project), "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert f"{len(details['tests'])} passed" in done.stdout
+    assert details["lines_total"] == 5 and 0 < details["lines_covered"] <= 5
+    assert (project / "signs.py").read_text() == TEST_MODULE
+
+
+@pytest.mark.model
+def test_sample_data_agent_on_the_embedded_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = write_tree(tmp_path / "proj", {"signs.py": TEST_MODULE})
+    monkeypatch.chdir(project)
+    [job] = _analyze(project, "sample_data", capsys)["jobs"]
+    assert job["status"] == "success", job
+    data = json.loads((project / job["details"]["fixture_file"]).read_text())
+    assert data["function"] == "signs.sign"
+    # What was verified: every fixture's recorded result is what the function returns.
+    namespace: dict[str, Any] = {}
+    exec(TEST_MODULE, namespace)
+    for fixture in data["fixtures"]:
+        assert namespace["sign"](*fixture["args"], **fixture["kwargs"]) == fixture["returns"]

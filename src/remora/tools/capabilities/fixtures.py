@@ -164,7 +164,7 @@ def as_data(node: ast.expr) -> Any:
     """The argument as JSON data when it is exactly that, else ``{"$python": source}``."""
     try:
         value = ast.literal_eval(node)
-        same = json.loads(json.dumps(value)) == value and _plain_types(value)
+        same = json.loads(json.dumps(value, allow_nan=False)) == value and _plain_types(value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         same = False
     return value if same else {PYTHON_MARKER: ast.unparse(node)}
