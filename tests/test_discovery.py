@@ -339,3 +339,18 @@ def test_sample_project_is_discovered() -> None:
     qualnames = {n.qualname for n in result.nodes}
     assert {"Warehouse.remove", "apply_discount", "ReportWriter.write"} <= qualnames
     assert result.problems == []
+
+
+def test_a_file_qualname_target_selects_that_node_and_its_members(tmp_path: Path) -> None:
+    source = "def a():\n    return 1\n\n\nclass K:\n    def m(self):\n        return 2\n"
+    project = write_tree(tmp_path, {"pyproject.toml": "", "m.py": source, "n.py": source})
+    picked = discover([project / "m.py::K", project / "n.py"], root=project)
+    assert sorted((n.file_path, n.qualname) for n in picked.nodes if n.file_path == "m.py") == [
+        ("m.py", "K"),
+        ("m.py", "K.m"),
+    ]
+    assert len([n for n in picked.nodes if n.file_path == "n.py"]) == 4  # file, a, K, K.m
+    method = discover([project / "m.py::K::m"], root=project)
+    assert [n.qualname for n in method.nodes] == ["K.m"]
+    with pytest.raises(DiscoveryError, match="DISC_004.*no function, class or method named 'z'"):
+        discover([project / "m.py::z"], root=project)

@@ -92,7 +92,7 @@ def analyze_command(
         remora -v analyze src/ -j 4 --auto-accept
     """
     from remora.definitions import load_agents
-    from remora.discovery import discover, find_project_root
+    from remora.discovery import discover, find_project_root, target_path
     from remora.orchestration import plan_jobs
     from remora.workspace import WorkspaceManager
 
@@ -104,8 +104,8 @@ def analyze_command(
             "runner.max_turns": max_turns,
         }
     )
-    config = load_config(targets[0], overrides).config
-    root = find_project_root(targets[0])
+    config = load_config(target_path(targets[0]), overrides).config
+    root = find_project_root(target_path(targets[0]))
     with err_console.status("discovering nodes...", spinner="dots"):
         discovered = discover(targets, config.discovery, root=root)
     agents = load_agents(config.agents.dirs)

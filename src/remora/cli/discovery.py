@@ -18,7 +18,7 @@ from remora.cli._app import (
     err_console,
     load,
 )
-from remora.discovery import DiscoveryResult, discover, find_project_root
+from remora.discovery import DiscoveryResult, discover, find_project_root, target_path
 
 
 @app.command("discover")
@@ -38,9 +38,11 @@ def discover_command(
     Example: remora discover src/ --format json
     """
     targets = paths or [Path.cwd()]
-    loaded = load(targets[0])
+    loaded = load(target_path(targets[0]))
     with err_console.status("discovering nodes...", spinner="dots"):
-        result = discover(targets, loaded.config.discovery, root=find_project_root(targets[0]))
+        result = discover(
+            targets, loaded.config.discovery, root=find_project_root(target_path(targets[0]))
+        )
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
         return

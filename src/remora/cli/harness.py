@@ -24,7 +24,7 @@ from remora.cli._app import (
     flag_overrides,
     load,
 )
-from remora.discovery import discover, find_project_root
+from remora.discovery import discover, find_project_root, target_path
 from remora.errors import RunnerError
 
 if TYPE_CHECKING:
@@ -95,13 +95,13 @@ def harness_command(
             "runner.tool_choice": tool_choice,
         }
     )
-    config = load(targets[0], overrides).config
+    config = load(target_path(targets[0]), overrides).config
     agents = load_agents(config.agents.dirs)
     if agent_name not in agents:
         raise RunnerError(
             "RUN_014", f"unknown agent '{agent_name}'", f"known agents: {', '.join(agents)}"
         )
-    root = find_project_root(targets[0])
+    root = find_project_root(target_path(targets[0]))
     nodes = discover(targets, config.discovery, root=root).nodes
     chosen = variants or [DEFAULT_VARIANT]
     model = create_client(config.model)

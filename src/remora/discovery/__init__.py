@@ -14,6 +14,7 @@ from remora.discovery.walker import (
     iter_python_files,
     relative_to_root,
 )
+from remora.errors import DiscoveryError
 
 __all__ = [
     "CSTNode",
@@ -22,6 +23,7 @@ __all__ = [
     "discover",
     "find_project_root",
     "make_node_id",
+    "target_path",
 ]
 
 _BINARY_SNIFF = 8192
@@ -34,10 +36,14 @@ def discover(
 
     ``root`` anchors relative paths and node ids; by default it is the project root of
     the first target (nearest directory with pyproject.toml, remora.yaml, .git, ...).
-    Raises DiscoveryError only when a target itself is unusable.
+    A target ``file.py::name`` (pytest's node-id form) keeps only the node ``name`` of
+    that file and its members (``Class`` selects the class and its methods).
+    Raises DiscoveryError when a target itself is unusable (DISC_004: a selector names
+    no node of its file).
     """
     config = config or DiscoveryConfig()
-    paths = [Path(target) for target in targets] or [Path.cwd()]
+    paths, selectors = _split_selectors(targets)
+    paths = paths or [Path.cwd()]
     root = (root or find_project_root(paths[0])).resolve()
     pack = load_query_pack(tuple(config.query_packs))
     node_types = frozenset(config.node_types)
@@ -56,7 +62,56 @@ def discover(
         nodes, problems = parse_source(source, relative, pack, node_types)
         result.nodes.extend(nodes)
         result.problems.extend(problems)
+    if selectors:
+        result.nodes = _selected(result.nodes, selectors, root)
     return result
+
+
+def target_path(target: Path) -> Path:
+    """The file or directory of a target, without its ``::qualname`` selector."""
+    return Path(str(target).partition("::")[0])
+
+
+def _split_selectors(targets: Sequence[Path]) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The paths to walk, and the ``(file, qualname)`` pairs of ``file.py::qualname`` targets."""
+    paths: list[Path] = []
+    selectors: list[tuple[Path, str]] = []
+    for target in targets:
+        file, sep, name = str(target).partition("::")
+        if sep:
+            qualname = name.replace("::", ".").strip(".")
+            if not qualname:
+                raise DiscoveryError(
+                    "DISC_004", f"{target} names no node", "write FILE.py::function"
+                )
+            selectors.append((Path(file), qualname))
+        paths.append(Path(file) if sep else Path(target))
+    return list(dict.fromkeys(paths)), selectors
+
+
+def _selected(nodes: list[CSTNode], selectors: list[tuple[Path, str]], root: Path) -> list[CSTNode]:
+    """Nodes of selected files restricted to the selected names; other files keep all."""
+    wanted: dict[str, set[str]] = {}
+    for file, qualname in selectors:
+        wanted.setdefault(relative_to_root(file.resolve(), root), set()).add(qualname)
+    kept = [
+        node
+        for node in nodes
+        if node.file_path not in wanted
+        or any(
+            node.qualname == name or node.qualname.startswith(name + ".")
+            for name in wanted[node.file_path]
+        )
+    ]
+    for path, names in wanted.items():
+        for name in sorted(names):
+            if not any(n.file_path == path and n.qualname == name for n in kept):
+                raise DiscoveryError(
+                    "DISC_004",
+                    f"{path} has no function, class or method named '{name}'",
+                    f"list its nodes with 'remora discover {path}'",
+                )
+    return kept
 
 
 def _read(

@@ -1,0 +1,253 @@
+"""Characterization tests: observed behaviours written as pytest files, verified by running them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remora.errors import ToolError
+from remora.tools.capabilities import CapabilityContext
+from remora.tools.capabilities.characterization import (
+    MARKER,
+    characterization_result,
+    existing_tests,
+    run_characterization_tests,
+    verified_report,
+    write_characterization_tests,
+    write_custom_tests,
+)
+from remora.tools.capabilities.inputs import observe_cases, propose_cases
+from tests.stores import capability_context, write_tree
+
+# grade's body: `if` (1), word = "big" (2), word = "small" (3), return (4): four statements,
+# and two branches out of the `if`. The host's cases (0, 1, 3 and the project's 1) are all
+# below LIMIT, a name the candidates cannot read, so only the "small" side runs.
+MODULE = """LIMIT = 100
+_calls = [0]
+
+
+def grade(n):
+    if n > LIMIT:
+        word = "big"
+    else:
+        word = "small"
+    return word
+
+
+def tick(step=1):
+    _calls[0] += step
+    if _calls[0] > 2:
+        return "many"
+    return _calls[0]
+
+
+def picky(x):
+    raise TypeError("never with " + repr(x))
+"""
+
+PROJECT_TESTS = """from pkg.mod import grade
+
+
+def test_labels():
+    assert grade(1) == "small"
+
+
+def test_unrelated():
+    assert True
+"""
+
+PASSING = """from pkg.mod import grade
+
+
+def test_small():
+    assert grade(3) == "small"
+"""
+
+FAILING = """from pkg.mod import grade
+
+
+def test_wrong():
+    assert grade(3) == "big"
+"""
+
+GENERATED = "tests/test_mod_grade.py"
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> CapabilityContext:
+    root = write_tree(
+        tmp_path / "proj",
+        {"pkg/__init__.py": "", "pkg/mod.py": MODULE, "tests/test_mod.py": PROJECT_TESTS},
+    )
+    return capability_context(root, {"workspace_id": str(tmp_path)})
+
+
+def read(ctx: CapabilityContext, path: str) -> str:
+    return ctx.store.read(path).decode("utf-8")
+
+
+def test_generated_tests_pin_one_branch_with_exact_coverage(ctx: CapabilityContext) -> None:
+    """One test per behaviour, written in the workspace; coverage counts the function alone."""
+    observe_cases(ctx, "pkg/mod.py", "grade")
+    written = write_characterization_tests(ctx, "pkg/mod.py", "grade")
+    assert written == {"path": GENERATED, "tests": ["test_grade_returns_str"], "behaviours": 1}
+    text = read(ctx, GENERATED)
+    assert MARKER in text and "from pkg.mod import grade" in text
+    assert "assert grade(1) == 'small'" in text
+    assert not (ctx.store.root / GENERATED).exists()
+    report = run_characterization_tests(ctx, "pkg/mod.py", "grade")
+    assert report["kept"] == ["test_grade_returns_str"] and report["dropped"] == []
+    assert report["coverage"] == {
+        "lines_covered": 3,
+        "lines_total": 4,
+        "branches_covered": 1,
+        "branches_total": 2,
+    }
+    assert (report["line_rate"], report["branch_rate"]) == (0.75, 0.5)
+    assert report["coverage_summary"] == "lines 3/4 (75%), branches 1/2 (50%)"
+    assert verified_report(ctx, "pkg/mod.py", "grade") == report
+
+
+def test_both_branches_give_full_coverage(ctx: CapabilityContext) -> None:
+    """A proposal reaching the other branch adds a behaviour and completes the coverage."""
+    propose_cases(ctx, "pkg/mod.py", "grade", ["500"])
+    assert observe_cases(ctx, "pkg/mod.py", "grade")["behaviours"] == 2
+    written = write_characterization_tests(ctx, "pkg/mod.py", "grade")
+    assert len(written["tests"]) == 2
+    assert "assert grade(500) == 'big'" in read(ctx, GENERATED)
+    report = run_characterization_tests(ctx, "pkg/mod.py", "grade")
+    assert report["kept"] == written["tests"] and report["dropped"] == []
+    assert report["coverage"] == {
+        "lines_covered": 4,
+        "lines_total": 4,
+        "branches_covered": 2,
+        "branches_total": 2,
+    }
+    assert (report["line_rate"], report["branch_rate"]) == (1.0, 1.0)
+
+
+def test_failing_test_is_dropped_and_the_file_re_rendered(ctx: CapabilityContext) -> None:
+    """A test that fails is reported in ``dropped``; the file is rebuilt from the draft."""
+    propose_cases(ctx, "pkg/mod.py", "grade", ["500"])
+    observe_cases(ctx, "pkg/mod.py", "grade")
+    written = write_characterization_tests(ctx, "pkg/mod.py", "grade")
+    injected = read(ctx, GENERATED) + "\n\ndef test_injected():\n    assert grade(1) == 'big'\n"
+    ctx.store.write(GENERATED, injected.encode())
+    report = run_characterization_tests(ctx, "pkg/mod.py", "grade")
+    assert [d["test"] for d in report["dropped"]] == ["test_injected"]
+    assert report["dropped"][0]["reason"].startswith("failed:")
+    assert report["dropped"][0]["reason"].endswith("(run 1)")
+    assert report["kept"] == written["tests"]
+    assert "test_injected" not in read(ctx, GENERATED)
+    assert report["coverage"]["lines_covered"] == 4
+
+
+def test_state_shared_between_cases_cannot_keep_a_failing_test(ctx: CapabilityContext) -> None:
+    """Cases run in one process, so a module-level counter leaks between them; whatever the
+    tool keeps passes on a fresh run, and what fails is dropped with a reason."""
+    propose_cases(ctx, "pkg/mod.py", "tick", ["step=1", "1.0"])
+    observe_cases(ctx, "pkg/mod.py", "tick")
+    written = write_characterization_tests(ctx, "pkg/mod.py", "tick")
+    report = run_characterization_tests(ctx, "pkg/mod.py", "tick")
+    dropped = [d["test"] for d in report["dropped"]]
+    assert report["kept"], "at least the first call's behaviour holds on a fresh run"
+    assert sorted(report["kept"] + dropped) == sorted(written["tests"])
+    assert all(d["reason"] for d in report["dropped"])
+    text = read(ctx, report["path"])
+    assert all(f"def {name}(" in text for name in report["kept"])
+    assert not any(f"def {name}(" in text for name in dropped)
+    # tick(1.0) saw the counter at 2 while observed, but starts from 1 in a fresh process.
+    assert "assert tick(1.0) == 'many'" not in text
+
+
+def test_custom_tests_are_kept_only_when_they_pass(ctx: CapabilityContext) -> None:
+    """A passing file is kept and verified; a failing one is refused and the old file restored."""
+    report = write_custom_tests(ctx, "pkg/mod.py", "grade", PASSING)
+    assert report["path"] == GENERATED and report["kept"] == ["test_small"]
+    assert report["coverage"]["lines_covered"] == 3
+    assert read(ctx, GENERATED) == PASSING
+    assert verified_report(ctx, "pkg/mod.py", "grade") == report
+    with pytest.raises(ToolError) as info:
+        write_custom_tests(ctx, "pkg/mod.py", "grade", FAILING)
+    assert info.value.code == "TOOL_706" and "test_wrong" in info.value.message
+    assert read(ctx, GENERATED) == PASSING
+    assert verified_report(ctx, "pkg/mod.py", "grade") == report
+
+
+def test_failing_custom_tests_leave_no_file(ctx: CapabilityContext) -> None:
+    """Without an earlier file, a refused one is deleted again."""
+    with pytest.raises(ToolError) as info:
+        write_custom_tests(ctx, "pkg/mod.py", "grade", FAILING)
+    assert info.value.code == "TOOL_706"
+    assert not ctx.store.exists(GENERATED)
+    assert verified_report(ctx, "pkg/mod.py", "grade") is None
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("def test_x(:\n    pass\n", "not valid Python"),
+        ("from pkg.mod import grade\n\nVALUE = grade(1)\n", "no test function"),
+    ],
+)
+def test_custom_tests_must_be_a_test_module(
+    ctx: CapabilityContext, content: str, words: str
+) -> None:
+    """Invalid Python or a file without test functions is TOOL_707 and never written."""
+    with pytest.raises(ToolError) as info:
+        write_custom_tests(ctx, "pkg/mod.py", "grade", content)
+    assert info.value.code == "TOOL_707" and words in info.value.message
+    assert ctx.store.changed_paths() == []
+
+
+def test_result_runs_the_whole_chain(ctx: CapabilityContext) -> None:
+    """With nothing done yet, the result observes, writes and verifies before reporting."""
+    result = characterization_result(ctx, "pkg/mod.py", "grade")
+    assert result["ok"] is True
+    assert result["path"] == GENERATED and result["kept"] == ["test_grade_returns_str"]
+    assert result["coverage_summary"] == "lines 3/4 (75%), branches 1/2 (50%)"
+    assert ctx.store.exists(GENERATED)
+    assert characterization_result(ctx, "pkg/mod.py", "grade") == result
+
+
+def test_result_without_usable_behaviour_is_a_reason(ctx: CapabilityContext) -> None:
+    """When every case is a TypeError the result says why instead of raising."""
+    result = characterization_result(ctx, "pkg/mod.py", "picky")
+    assert result == {
+        "ok": False,
+        "reason": "no input gave a behaviour worth a test (misuse)",
+    }
+    assert ctx.store.changed_paths() == []
+
+
+def test_a_foreign_file_at_the_path_is_not_replaced(tmp_path: Path) -> None:
+    """A same-named test file Remora did not write is left alone; ``_remora.py`` is used."""
+    foreign = "def test_mine():\n    assert True\n"
+    root = write_tree(
+        tmp_path / "proj",
+        {"pkg/__init__.py": "", "pkg/mod.py": MODULE, GENERATED: foreign},
+    )
+    ctx = capability_context(root, {"workspace_id": str(tmp_path)})
+    observe_cases(ctx, "pkg/mod.py", "grade")
+    written = write_characterization_tests(ctx, "pkg/mod.py", "grade")
+    assert written["path"] == "tests/test_mod_grade_remora.py"
+    assert read(ctx, GENERATED) == foreign
+    assert ctx.store.changed_paths() == ["tests/test_mod_grade_remora.py"]
+    again = write_characterization_tests(ctx, "pkg/mod.py", "grade")
+    assert again["path"] == "tests/test_mod_grade_remora.py"
+
+
+def test_existing_tests_lists_project_tests_that_use_the_function(
+    ctx: CapabilityContext,
+) -> None:
+    """Only tests mentioning the function count; Remora's own generated files are skipped."""
+    expected = {
+        "files": [{"path": "tests/test_mod.py", "tests": ["test_labels"], "count": 1}],
+        "tests_using_function": 1,
+    }
+    assert existing_tests(ctx, "pkg/mod.py", "grade") == expected
+    observe_cases(ctx, "pkg/mod.py", "grade")
+    write_characterization_tests(ctx, "pkg/mod.py", "grade")
+    assert existing_tests(ctx, "pkg/mod.py", "grade") == expected
+    assert existing_tests(ctx, "pkg/mod.py", "tick")["tests_using_function"] == 0
