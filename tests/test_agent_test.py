@@ -87,7 +87,8 @@ def test_the_ideal_sequence_writes_tests_that_pass_twice_with_full_coverage(
     assert (details["line_rate"], details["branch_rate"]) == (1.0, 1.0)
     assert details["lines_total"] == 7 and details["branches_total"] == 6
     text = outcome.changed["tests/test_helpers_clamp.py"]
-    assert "with pytest.raises(ValueError, match='^low\\\\ must\\\\ not\\\\ exceed\\\\ high$'):" in text
+    pattern = "match='^low\\\\ must\\\\ not\\\\ exceed\\\\ high$'"
+    assert f"with pytest.raises(ValueError, {pattern}):" in text
     assert "assert clamp(-3, 0, 10) == 0" in text
     assert len(details["tests"]) == 4 and outcome.tools.errors == 0
     for _ in range(2):
