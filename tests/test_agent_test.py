@@ -126,9 +126,10 @@ def test_model_proposals_add_behaviours_and_the_ablation_switch_leaves_them_out(
     script = ideal(["'--verbose'"])
     with_model = run_operation(project, "test", "helpers.py", script, qualname="parse_flag")
     assert with_model.result.status == "success", with_model.result
-    assert "parse_flag('--verbose') == 'verbose'" in with_model.changed[
-        "tests/test_helpers_parse_flag.py"
-    ]
+    assert (
+        "parse_flag('--verbose') == 'verbose'"
+        in with_model.changed["tests/test_helpers_parse_flag.py"]
+    )
     assert with_model.result.details["line_rate"] == 1.0
     host_only = run_operation(
         project,

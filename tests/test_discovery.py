@@ -352,5 +352,5 @@ def test_a_file_qualname_target_selects_that_node_and_its_members(tmp_path: Path
     assert len([n for n in picked.nodes if n.file_path == "n.py"]) == 4  # file, a, K, K.m
     method = discover([project / "m.py::K::m"], root=project)
     assert [n.qualname for n in method.nodes] == ["K.m"]
-    with pytest.raises(DiscoveryError, match="DISC_004.*no function, class or method named 'z'"):
+    with pytest.raises(DiscoveryError, match=r"DISC_004.*no function, class or method named 'z'"):
         discover([project / "m.py::z"], root=project)
