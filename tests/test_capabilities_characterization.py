@@ -8,8 +8,8 @@ import pytest
 
 from remora.errors import ToolError
 from remora.tools.capabilities import CapabilityContext
+from remora.tools.capabilities._testgen import MARKER
 from remora.tools.capabilities.characterization import (
-    MARKER,
     characterization_result,
     existing_tests,
     run_characterization_tests,
