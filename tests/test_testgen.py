@@ -445,3 +445,15 @@ def test_test_file_path(files: list[str], module: str, qualname: str, expected: 
     """Beside the module's tests, else where most tests are, else ``tests/``; in the
     project's naming style."""
     assert testgen.test_file_path(files, module, qualname) == expected
+
+
+def test_a_value_of_a_builtin_type_without_a_builtin_name_is_checked_by_type_name() -> None:
+    """``function`` is reported as a builtins type but is no builtin name: no NameError."""
+    behaviour = testgen.Behaviour(call="make()", names=frozenset(), type_name="function")
+    text = testgen.render_tests("pkg.mod", "make", [behaviour], frozenset({"make"})).text
+    assert "assert type(make()).__name__ == 'function'" in text
+    listed = testgen.Behaviour(call="make()", names=frozenset(), type_name="dict")
+    assert (
+        "isinstance(make(), dict)"
+        in testgen.render_tests("pkg.mod", "make", [listed], frozenset({"make"})).text
+    )

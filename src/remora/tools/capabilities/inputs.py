@@ -115,7 +115,11 @@ _DRAFTS_LOCK = threading.Lock()
 
 def draft(ctx: CapabilityContext, path: str, qualname: str) -> Draft:
     """The job's draft for ``qualname`` in ``path`` (created empty on first use)."""
-    job = str(ctx.system.get("workspace_id") or f"store-{id(ctx.store)}")
+    job = str(
+        ctx.system.get("workspace_id")
+        or getattr(ctx.store, "workspace_id", None)
+        or f"store-{id(ctx.store)}"
+    )
     key = (job, path, qualname)
     with _DRAFTS_LOCK:
         found = _DRAFTS.get(key)
