@@ -367,3 +367,20 @@ def test_characterizable_skips_with_reasons(ctx: CapabilityContext) -> None:
     }
     prop = characterizable(ctx, "pkg/mod.py", "Counter.double")
     assert prop["skip"] and "property" in prop["reason"]
+
+
+def test_a_case_that_exhausts_memory_or_recursion_is_not_a_behaviour(tmp_path: Path) -> None:
+    """A MemoryError or RecursionError depends on the runner's limits: never pinned in a test."""
+    source = "def deep(n):\n    return deep(n + 1)\n\n\ndef big(n):\n    return bytearray(n)\n"
+    ctx = capability_context(write_tree(tmp_path, {"m.py": source}))
+    propose_cases(ctx, "m.py", "deep", ["0"])
+    [deep] = [o for o in draft_observations(ctx, "deep") if o.case == "0"]
+    assert deep.verdict == "crashed" and "RecursionError" in deep.reason
+    propose_cases(ctx, "m.py", "big", ["10 ** 12"])
+    [big] = [o for o in draft_observations(ctx, "big") if o.case == "10 ** 12"]
+    assert big.verdict == "crashed" and "MemoryError" in big.reason
+
+
+def draft_observations(ctx: CapabilityContext, qualname: str) -> list[Observation]:
+    observe_cases(ctx, "m.py", qualname)
+    return draft(ctx, "m.py", qualname).observations

@@ -50,6 +50,7 @@ _RELAUNCHES = 4
 _DRAFTS_KEPT = 256
 _CALL_SITE_FILES = 200
 MISUSE = ("TypeError", "AttributeError")
+EXHAUSTED = ("MemoryError", "RecursionError", "SystemExit", "KeyboardInterrupt")
 
 Verdict = Literal["kept", "misuse", "nondeterministic", "crashed", "timed_out", "setup_failed"]
 
@@ -494,6 +495,9 @@ def _judge(
     if raised is not None and record.get("stage") == "arguments":
         reason = f"evaluating the arguments raised {raised['type']}: {raised['message'][:100]}"
         return Observation(**base, **seen, verdict="setup_failed", reason=reason)
+    if raised is not None and raised["type"] in EXHAUSTED:
+        reason = f"{raised['type']}: the case exhausted a limit of the runner"
+        return Observation(**base, **seen, verdict="crashed", reason=reason)
     if raised is not None and raised["type"] in MISUSE:
         reason = f"{raised['type']}: {raised['message'][:120]}"
         return Observation(**base, **seen, verdict="misuse", reason=reason)
