@@ -378,6 +378,19 @@ def test_overrides_merge_into_the_schema() -> None:
     assert schema["properties"]["mode"]["enum"] == ["fast"]
 
 
+def test_a_nested_override_keeps_the_declared_item_type() -> None:
+    """``items: {maxLength: 120}`` must bound strings, not replace the items' schema (the
+    grammar would then let any value through, unbounded)."""
+    script = (
+        '"""Take cases."""\n\nfrom remora.pym import Input\n\n'
+        'cases: list[str] = Input("cases")\n{"outcome": "success", "summary": "ok"}\n'
+    )
+    parsed = parse_pym(script, "cases.pym")
+    schema = parsed.parameters_schema({"cases": {"maxItems": 6, "items": {"maxLength": 120}}})
+    assert schema["properties"]["cases"]["items"] == {"type": "string", "maxLength": 120}
+    assert schema["properties"]["cases"]["maxItems"] == 6
+
+
 @pytest.mark.parametrize(
     ("overrides", "fragment"),
     [

@@ -33,6 +33,7 @@ SPECS = [
                 "ratio": {"type": "number"},
                 "dry_run": {"type": "boolean"},
                 "note": {"type": ["string", "null"]},
+                "cases": {"type": "array", "items": {"type": "string", "maxLength": 10}},
             },
             "required": ["code", "line"],
             "additionalProperties": False,
@@ -128,6 +129,15 @@ def test_other_schema_errors_name_the_field() -> None:
     assert result.error is not None
     assert "argument 'line':" in (result.error.error or "")
     assert "minimum" in (result.error.error or "")
+
+
+def test_a_too_long_value_is_reported_by_its_length_not_echoed() -> None:
+    """A run-away string would otherwise be copied into the next prompt, turn after turn."""
+    result = check("apply_fix", code="E501", line=1, cases=["ok", "x" * 5000])
+    assert result.error is not None
+    message = result.error.error or ""
+    assert "argument 'cases.1' must have at most 10 characters, got 5000" in message
+    assert len(message) < 300
 
 
 def test_enum_error_lists_options() -> None:

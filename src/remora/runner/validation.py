@@ -323,4 +323,8 @@ def _describe(error: ValidationError) -> str:
     if error.validator == "enum":
         options = ", ".join(str(option) for option in expected)
         return f"argument '{field}' must be one of: {options}"
-    return f"argument '{field}': {error.message}"
+    if error.validator in ("maxLength", "minLength"):
+        size = "at most" if error.validator == "maxLength" else "at least"
+        return f"argument '{field}' must have {size} {expected} characters, got {len(instance)}"
+    message = error.message
+    return f"argument '{field}': {message if len(message) <= 160 else message[:157] + '...'}"

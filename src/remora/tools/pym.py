@@ -858,8 +858,17 @@ def override_problems(script: PymScript, overrides: Mapping[str, Any]) -> list[s
 
 
 def merge_override(prop: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """One input's schema with its override applied (override keys win)."""
-    return {**prop, **override}
+    """One input's schema with its override applied: override keys win, and nested schemas
+    (``items``, ``properties``) merge the same way, so ``items: {maxLength: 80}`` keeps the
+    items' declared type."""
+    merged = dict(prop)
+    for key, value in override.items():
+        current = merged.get(key)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            merged[key] = merge_override(current, value)
+        else:
+            merged[key] = value
+    return merged
 
 
 # --- checking against the capability registry --------------------------------------------
