@@ -34,6 +34,25 @@ PATH_CALLS: dict[str, PathCall] = {
     "call_function": lambda caps, p: caps["call_function"](
         module_path=p, qualname="f", args_json="[]"
     ),
+    "characterizable": lambda caps, p: caps["characterizable"](path=p, qualname="f"),
+    "signature_inputs": lambda caps, p: caps["signature_inputs"](path=p, qualname="f"),
+    "propose_cases": lambda caps, p: caps["propose_cases"](path=p, qualname="f", cases=["1"]),
+    "observe_cases": lambda caps, p: caps["observe_cases"](path=p, qualname="f"),
+    "existing_tests": lambda caps, p: caps["existing_tests"](path=p, qualname="f"),
+    "write_characterization_tests": lambda caps, p: caps["write_characterization_tests"](
+        path=p, qualname="f"
+    ),
+    "run_characterization_tests": lambda caps, p: caps["run_characterization_tests"](
+        path=p, qualname="f"
+    ),
+    "characterization_result": lambda caps, p: caps["characterization_result"](
+        path=p, qualname="f"
+    ),
+    "write_custom_tests": lambda caps, p: caps["write_custom_tests"](
+        path=p, qualname="f", content="def test_x():\n    pass\n"
+    ),
+    "write_fixtures": lambda caps, p: caps["write_fixtures"](path=p, qualname="f"),
+    "fixtures_result": lambda caps, p: caps["fixtures_result"](path=p, qualname="f"),
 }
 ESCAPES = ["../../etc/passwd", "/etc/passwd", "pkg/../../outside.py", "..", "a\x00b"]
 
