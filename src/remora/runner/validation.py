@@ -323,7 +323,7 @@ def _describe(error: ValidationError) -> str:
     if error.validator == "enum":
         options = ", ".join(str(option) for option in expected)
         return f"argument '{field}' must be one of: {options}"
-    if error.validator in ("maxLength", "minLength"):
+    if error.validator in ("maxLength", "minLength") and isinstance(instance, str):
         size = "at most" if error.validator == "maxLength" else "at least"
         return f"argument '{field}' must have {size} {expected} characters, got {len(instance)}"
     message = error.message
