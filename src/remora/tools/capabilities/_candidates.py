@@ -34,6 +34,7 @@ from remora.tools.capabilities._arguments import (
     check_expression,
     public_names,
 )
+from remora.tools.capabilities._pysource import find_definition
 
 _FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
 _MISSING = object()
@@ -122,26 +123,15 @@ def callable_params(source: str, qualname: str) -> list[str]:
 
 def _find(source: str, qualname: str) -> _Target:
     """The definition of ``qualname``: a function or ``Class.method`` (nested classes too)."""
-    body: list[ast.stmt] = pyast.parse(source).body
-    parts = qualname.split(".")
-    class_name: str | None = None
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        match = next((n for n in body if _defines(n, part, last)), None)
-        if match is None:
-            raise ValueError(f"{qualname!r} is not defined in this module ({part!r} not found)")
-        if isinstance(match, ast.ClassDef):
-            class_name, body = match.name, match.body
-        else:
-            assert isinstance(match, ast.FunctionDef | ast.AsyncFunctionDef)
-            return _target(match, class_name)
-    raise ValueError(f"{qualname!r} names a class, not a function")
-
-
-def _defines(node: ast.stmt, name: str, last: bool) -> bool:
-    if last and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return node.name == name
-    return isinstance(node, ast.ClassDef) and node.name == name and not last
+    located = find_definition(pyast.parse(source), qualname)
+    if located is None:
+        raise ValueError(f"{qualname!r} is not defined in this module")
+    node = located.node
+    if isinstance(node, ast.ClassDef):
+        raise ValueError(f"{qualname!r} names a class, not a function")
+    if not all(isinstance(parent, ast.ClassDef) for parent in located.parents):
+        raise ValueError(f"{qualname!r} is local to a function, not callable from the module")
+    return _target(node, located.parents[-1].name if located.parents else None)
 
 
 def _target(func: _FuncDef, class_name: str | None) -> _Target:

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from remora import pyast
+from remora.tools.capabilities._pysource import find_definition
 
 
 class FunctionCoverage(BaseModel):
@@ -59,23 +60,11 @@ class FunctionSpan:
 
 def function_span(source: str, qualname: str) -> FunctionSpan:
     """The body span of ``qualname`` (``Class.method`` included); ValueError if absent."""
-    body: list[ast.stmt] = pyast.parse(source).body
-    found: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    for part in qualname.split("."):
-        match = next(
-            (
-                node
-                for node in body
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                and node.name == part
-            ),
-            None,
-        )
-        if match is None:
-            raise ValueError(f"{qualname!r} is not defined in this module")
-        body = match.body
-        found = match if not isinstance(match, ast.ClassDef) else None
-    if found is None:
+    located = find_definition(pyast.parse(source), qualname)
+    if located is None:
+        raise ValueError(f"{qualname!r} is not defined in this module")
+    found = located.node
+    if isinstance(found, ast.ClassDef):
         raise ValueError(f"{qualname!r} names a class, not a function")
     first = found.body[0]
     is_docstring = (
