@@ -23,7 +23,6 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any
 
 from remora import pyast
@@ -35,6 +34,7 @@ from remora.tools.capabilities._arguments import (
     public_names,
 )
 from remora.tools.capabilities._pysource import find_definition
+from remora.tools.capabilities._testgen import is_test_file
 
 _FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
 _MISSING = object()
@@ -237,9 +237,7 @@ def _call_sites(
             tree = pyast.parse(project[path])
         except (SyntaxError, ValueError):
             continue
-        base = PurePosixPath(path.replace("\\", "/")).name
-        is_test = base.startswith("test_") or base.endswith("_test.py")
-        kind = "test" if is_test else "call_site"
+        kind = "test" if is_test_file(path.replace("\\", "/")) else "call_site"
         yield from _literal_calls(tree, target, kind, allowed, in_own_module=False)
 
 

@@ -186,6 +186,12 @@ def _unique(name: str, taken: Sequence[str]) -> str:
     return f"{name}_{number}"
 
 
+def is_test_file(path: str) -> bool:
+    """Whether ``path`` is named like a pytest test module (``test_x.py`` or ``x_test.py``)."""
+    base = posixpath.basename(path)
+    return base.startswith("test_") or base.endswith("_test.py")
+
+
 def test_file_path(test_files: Sequence[str], module_path: str, qualname: str) -> str:
     """Where the tests of ``qualname`` go: beside the module's own tests when it has any,
     else where most of the project's tests are, else ``tests/``; named as the project names

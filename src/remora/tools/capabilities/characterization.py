@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,13 @@ from remora.tools.capabilities._coverage import (
 )
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import walk_files, write_text
-from remora.tools.capabilities._testgen import MARKER, Behaviour, render_tests, test_file_path
+from remora.tools.capabilities._testgen import (
+    MARKER,
+    Behaviour,
+    is_test_file,
+    render_tests,
+    test_file_path,
+)
 from remora.tools.capabilities.inputs import (
     Draft,
     Observation,
@@ -106,11 +111,7 @@ def write_characterization_tests(
 
 def _test_path(ctx: CapabilityContext, target: Target) -> str:
     """Where the tests go; a file of the same name that Remora did not write is never replaced."""
-    files = [
-        f
-        for f in walk_files(ctx, "", (".py",))
-        if posixpath.basename(f).startswith("test_") or f.endswith("_test.py")
-    ]
+    files = [f for f in walk_files(ctx, "", (".py",)) if is_test_file(f)]
     chosen = test_file_path(files, target.path, target.qualname)
     if ctx.store.exists(chosen) and MARKER not in ctx.store.read(chosen).decode(errors="replace"):
         chosen = chosen[: -len(".py")] + "_remora.py"

@@ -43,6 +43,7 @@ from remora.tools.capabilities._store_io import (
     walk_files,
     write_text,
 )
+from remora.tools.capabilities._testgen import is_test_file
 from remora.tools.capabilities._values import as_int
 from remora.tools.capabilities.pytest_runner import pytest_run
 from remora.tools.capabilities.ruff import (
@@ -214,14 +215,13 @@ def module_tests(ctx: CapabilityContext, relative: str) -> list[str]:
     patterns.append(re.compile(rf"^\s*from\s+\.+{re.escape(stem)}\s+import", re.MULTILINE))
     found: list[str] = []
     for candidate in walk_files(ctx, "", (".py",)):
-        base = posixpath.basename(candidate)
-        if not (base.startswith("test_") or base.endswith("_test.py")) or candidate == relative:
+        if not is_test_file(candidate) or candidate == relative:
             continue
         try:
             source = ctx.store.read(candidate).decode("utf-8", errors="replace")
         except OSError:
             continue
-        if base in (f"test_{stem}.py", f"{stem}_test.py") or any(
+        if posixpath.basename(candidate) in (f"test_{stem}.py", f"{stem}_test.py") or any(
             pattern.search(source) for pattern in patterns
         ):
             found.append(candidate)
