@@ -279,9 +279,8 @@ def observe_case(
     """Evaluate one case's arguments, call, and record what happened."""
     stage = "arguments"
     record: dict[str, Any] = {"id": case["id"]}
-    lines: set[int] = set()
     arcs: set[tuple[int, int]] = set()
-    tracer = make_tracer(request["file"], request["span"], lines, arcs)
+    tracer = make_tracer(request["file"], request["span"], arcs)
     workdir = Path(request["cwd"]) / f"case-{case['id']}"
     workdir.mkdir(parents=True, exist_ok=True)
     os.chdir(workdir)
@@ -324,21 +323,19 @@ def observe_case(
     record["seconds"] = round(time.perf_counter() - started, 4)
     record["stdout"] = stdout.getvalue()[:STDOUT_LIMIT]
     record["stdout_truncated"] = len(stdout.getvalue()) > STDOUT_LIMIT
-    record["lines"] = sorted(lines)
     record["arcs"] = sorted(arcs)
     record["wrote_files"] = any(workdir.iterdir())
     return record
 
 
-def make_tracer(file: str, span: list[int], lines: set[int], arcs: set[tuple[int, int]]) -> Any:
-    """A ``sys.settrace`` function recording the lines and arcs run inside ``span`` of ``file``."""
+def make_tracer(file: str, span: list[int], arcs: set[tuple[int, int]]) -> Any:
+    """A ``sys.settrace`` function recording the arcs (line to line) run in ``span`` of ``file``."""
     first, last = span
 
     def local(frame: types.FrameType, event: str, arg: Any) -> Any:
         if event == "line":
             line = frame.f_lineno
             if first <= line <= last:
-                lines.add(line)
                 previous = previous_line.get(id(frame))
                 if previous is not None:
                     arcs.add((previous, line))

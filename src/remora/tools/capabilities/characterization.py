@@ -22,7 +22,7 @@ from typing import Any
 
 from remora import pyast
 from remora.errors import ToolError
-from remora.tools.capabilities._arguments import parse_case, public_names
+from remora.tools.capabilities._arguments import parse_case
 from remora.tools.capabilities._coverage import (
     FunctionCoverage,
     file_entry,
@@ -120,7 +120,7 @@ def _test_path(ctx: CapabilityContext, target: Target) -> str:
 
 def _render(target: Target, kept: list[Observation]) -> tuple[str, tuple[str, ...]]:
     module = module_names(target.path)[0]
-    names = public_names(target.source) | {target.qualname.split(".")[0]}
+    names = target.public | {target.qualname.split(".")[0]}
     callee = target.name if target.needs_receiver else target.qualname
     behaviours = [_behaviour(o, callee, target) for o in kept]
     rendered = render_tests(module, target.qualname, behaviours, frozenset(names))

@@ -4,7 +4,7 @@ For one function, argument sets come from the host (:mod:`._candidates`: doctest
 sites, tests, defaults, literals, annotations, names) and from the model's proposals
 (:func:`propose_cases`). :func:`observe_cases` runs every set in the isolated runner, twice
 with different hash seeds, and keeps what it saw: the returned value (its repr, type, and
-the literal a test can compare with), or the exception; stdout; the lines and arcs of the
+the literal a test can compare with), or the exception; stdout; the arcs (line to line) of the
 function that ran; and whether both runs agree. Nondeterminism is detected, not assumed away.
 
 A job's proposals and observations are its *draft*, kept in memory for the job's lifetime
@@ -68,7 +68,6 @@ class Observation(BaseModel):
     raised: dict[str, Any] | None = None
     stdout: str = ""
     arcs: list[tuple[int, int]] = []
-    lines: list[int] = []
     wrote_files: bool = False
 
     def call(self, callee: str) -> str:
@@ -97,6 +96,7 @@ class Draft:
     tests: dict[str, Observation] = field(default_factory=dict)
     verified: tuple[str, dict[str, Any]] | None = None
     fixture_report: dict[str, Any] | None = None
+    host: tuple[str, list[tuple[Case, str, str | None]]] | None = None
 
     def kept(self) -> list[Observation]:
         """The first kept observation of each distinct behaviour, most trusted source first."""
@@ -141,7 +141,7 @@ class Target:
     source: str
     signature: dict[str, Any]
     needs_receiver: bool
-    allowed: frozenset[str]
+    public: frozenset[str]
 
     @property
     def name(self) -> str:
@@ -150,6 +150,11 @@ class Target:
     @property
     def owner(self) -> str:
         return self.qualname.rsplit(".", 1)[0]
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        """What a case may name (see :func:`._arguments.allowed_names`)."""
+        return allowed_names(self.public)
 
 
 def load_target(ctx: CapabilityContext, path: str, qualname: str) -> Target:
@@ -193,19 +198,27 @@ def load_target(ctx: CapabilityContext, path: str, qualname: str) -> Target:
         source,
         signature,
         needs_receiver=kind == "instance",
-        allowed=allowed_names(public_names(source)),
+        public=public_names(source),
     )
 
 
 def host_cases(ctx: CapabilityContext, target: Target) -> list[tuple[Case, str, str | None]]:
-    """(case, source, receiver) from the host's candidates; receivers for instance methods."""
+    """(case, source, receiver) from the host's candidates; receivers for instance methods.
+
+    Kept in the job's draft while the module's source is unchanged: finding call sites
+    reads every project file that mentions the function, once per job, not once per tool.
+    """
+    job = draft(ctx, target.path, target.qualname)
+    if job.host is not None and job.host[0] == target.source:
+        return list(job.host[1])
     project = _call_site_sources(ctx, target)
     found = candidate_inputs(target.source, target.qualname, project, HOST_LIMIT)
     receivers = receivers_for(target, project) if target.needs_receiver else [None]
     cases = [(c.case, c.source, receivers[0]) for c in found]
     if found:
         cases += [(found[0].case, "receiver", other) for other in receivers[1:]]
-    return cases
+    job.host = (target.source, cases)
+    return list(cases)
 
 
 def receivers_for(target: Target, project: dict[str, str]) -> list[str]:
@@ -484,7 +497,6 @@ def _judge(
         "raised": record.get("raised"),
         "stdout": record.get("stdout", ""),
         "arcs": [tuple(arc) for arc in record.get("arcs", [])],
-        "lines": record.get("lines", []),
         "wrote_files": record.get("wrote_files", False),
         "stage": record.get("stage", "call"),
     }
