@@ -1,6 +1,6 @@
 """Remora's test and sample_data agents on toolz, against Hypothesis, in one run.
 
-For N seeded public functions of the pinned toolz sdist (never more-itertools or boltons):
+For N seeded public functions of the pinned toolz sdist:
 
 * **test**: Remora writes characterization tests (with the model's proposals, and host
   candidates only: ``operations.test.options.model_inputs=false``). Measured: tests kept,
