@@ -10,6 +10,9 @@ from remora.config import ModelConfig
 from remora.model.defaults import resolve_model_path
 from remora.model.llama_cpp import LlamaCppBackend
 
+# Packages the tests run tools on; their own tests are data, not part of this suite.
+collect_ignore = ["data"]
+
 
 @pytest.fixture(scope="session")
 def embedded_llama() -> Iterator[LlamaCppBackend]:

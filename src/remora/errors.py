@@ -124,3 +124,16 @@ class RunnerError(RemoraError):
     def __init__(self, code: str, message: str, hint: str | None = None) -> None:
         super().__init__(code, message, hint)
         self.exit_code = 2 if code in self.usage_codes else 1
+
+
+class EvalError(RemoraError):
+    """``remora eval`` cannot set up its run.
+
+    EVAL_001 the package spec is neither an existing path nor a valid pip requirement;
+    EVAL_002 pip could not fetch the sdist; EVAL_003 the sdist or path holds no importable
+    Python package; EVAL_004 unknown operation; EVAL_005 bad --limit/--seed; EVAL_006 the
+    --out directory is not empty. All are usage errors and exit 2.
+    """
+
+    prefix = "EVAL"
+    exit_code = 2
