@@ -1,7 +1,7 @@
 """The package under evaluation: fetched or found, laid out, copied into scratch projects.
 
-SPEC is a local path (a project directory, or a package directory holding
-``__init__.py``) or a pip requirement such as ``toolz==1.0.0``, whose sdist pip downloads
+SPEC is a local path (a project directory, a package directory holding ``__init__.py``,
+or an sdist archive) or a pip requirement such as ``toolz==1.0.0``, whose sdist pip downloads
 into the evaluation's work directory at run time (no wheel: the tests and the source as
 published). Nothing of the package is kept outside that directory.
 
@@ -26,6 +26,7 @@ from remora.evaluation._commands import CommandResult, run_command
 from remora.evaluation.report import SuiteRun
 
 FETCH_TIMEOUT_S = 300.0
+ARCHIVES = (".tar.gz", ".tgz", ".tar.bz2", ".zip")
 IMPORT_TIMEOUT_S = 120.0
 NOT_PACKAGES = frozenset(
     {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench"}
@@ -195,7 +196,12 @@ def suite_run(result: CommandResult) -> SuiteRun:
 
 def resolve_package(spec: str, work: Path) -> PackageSource:
     """The package SPEC names: a local path as it is, or a requirement's sdist fetched by pip."""
+    if not spec.strip():
+        raise EvalError("EVAL_001", "no package given", "e.g. remora eval toolz==1.0.0")
     path = Path(spec).expanduser()
+    if path.is_file() and path.name.endswith(ARCHIVES):
+        root = _unpack(path.resolve(), work / "sdist")
+        return _layout(spec, _archive_name(path), _sdist_version(root), root)
     if path.exists():
         return _local(spec, path.resolve())
     try:
@@ -275,32 +281,46 @@ def _fetch_sdist(spec: str, directory: Path) -> Path:
         cwd=directory,
         timeout=FETCH_TIMEOUT_S,
     )
-    archives = sorted(
-        path
-        for path in directory.iterdir()
-        if path.name.endswith((".tar.gz", ".tgz", ".tar.bz2", ".zip"))
-    )
+    archives = sorted(path for path in directory.iterdir() if path.name.endswith(ARCHIVES))
     if not download.ok or not archives:
         raise EvalError(
             "EVAL_002",
             f"pip could not download the sdist of {spec}: {download.tail(1)}",
             "check the name and version on PyPI (an sdist must exist) and pip's index settings",
         )
+    return _unpack(archives[0], directory)
+
+
+def _unpack(archive: Path, directory: Path) -> Path:
+    """The sdist ``archive`` unpacked under ``directory``; its single top directory."""
     unpacked = directory / "unpacked"
+    unpacked.mkdir(parents=True, exist_ok=True)
     try:
-        if archives[0].name.endswith(".zip"):
-            with zipfile.ZipFile(archives[0]) as archive:
-                archive.extractall(unpacked)
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as opened:
+                for member in opened.namelist():
+                    if member.startswith("/") or ".." in Path(member).parts:
+                        raise OSError(f"unsafe member {member!r}")
+                opened.extractall(unpacked)
         else:
-            with tarfile.open(archives[0]) as archive:
-                archive.extractall(unpacked, filter="data")
+            with tarfile.open(archive) as opened:
+                opened.extractall(unpacked, filter="data")
     except (OSError, tarfile.TarError, zipfile.BadZipFile) as exc:
         raise EvalError(
-            "EVAL_002", f"cannot unpack {archives[0].name}: {exc}", "try another version"
+            "EVAL_002",
+            f"cannot unpack {archive.name}: {exc}",
+            "give an sdist (.tar.gz or .zip) as published on PyPI",
         ) from None
     roots = [path for path in unpacked.iterdir() if path.is_dir()]
     return roots[0] if len(roots) == 1 else unpacked
 
+
+def _archive_name(archive: Path) -> str:
+    """``toolz-1.0.0.tar.gz`` -> ``toolz``."""
+    stem = archive.name
+    for suffix in ARCHIVES:
+        stem = stem.removesuffix(suffix)
+    return stem.rsplit("-", 1)[0] if "-" in stem else stem
 
 def _sdist_version(root: Path) -> str | None:
     """The ``Version:`` of the sdist's PKG-INFO, when it has one."""
