@@ -1,0 +1,224 @@
+"""``remora eval``: Remora's agents against the best deterministic tools, on a real package."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from remora.cli._app import OPTIONS, Backend, app, console, err_console, flag_overrides
+from remora.cli.analyze import split_ops
+
+if TYPE_CHECKING:
+    from remora.evaluation.report import EvalReport, OperationReport
+
+OPERATIONS_HELP = (
+    "Operations to measure, comma-separated or repeated: lint, docstring, test, sample_data "
+    "(default: all four)."
+)
+
+
+class EvalFormat(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+
+
+@app.command("eval")
+def eval_command(
+    spec: Annotated[
+        str,
+        typer.Argument(
+            help="A pip requirement (toolz==1.0.0: its sdist is fetched into a temporary "
+            "directory) or a path: a project, a package directory or an sdist archive.",
+            metavar="SPEC",
+        ),
+    ],
+    ops: Annotated[list[str] | None, typer.Option("--ops", "-o", help=OPERATIONS_HELP)] = None,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", "-n", help="Modules (lint) or functions (the others) per operation."
+        ),
+    ] = 6,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the selection and injections.")] = 0,
+    output: Annotated[
+        EvalFormat,
+        typer.Option(
+            "--format", "-f", help="table for people, markdown for an issue, json for machines."
+        ),
+    ] = EvalFormat.table,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Keep everything here (a new or empty directory): report.json, report.md "
+            "and the scratch projects each tool changed.",
+            file_okay=False,
+        ),
+    ] = None,
+    backend: Annotated[
+        Backend | None,
+        typer.Option(help="llama_cpp: the embedded model; openai: a server (--set model.base_url=...)."),
+    ] = None,
+) -> None:
+    """Measure the agents on a real package against the best deterministic tools, side by side.
+
+    SPEC's package is copied into scratch projects and its own tests run once. Then, on
+    a seeded selection (recorded in the report, so a run repeats exactly):
+
+    - lint: seeded ruff-detectable mistakes injected into N modules; fix rate, new
+      violations, noqa added and the package's tests, vs ruff --fix and --unsafe-fixes.
+
+    - docstring: N functions' docstrings removed and regenerated; pydoclint and ruff-D
+      clean rates, parameter consistency, coverage, ROUGE-L/BLEU vs the original summary,
+      vs a summary made from the function name.
+
+    - test: characterization tests for N functions; pass rate, flaky tests dropped, line
+      and branch coverage, with and without the model's inputs, vs 'hypothesis write'.
+
+    - sample_data: fixtures for N functions that call without an argument error, with and
+      without the model's inputs, vs st.builds/st.from_type.
+
+    Every Remora run also reports jobs per minute, mean turns and tool-call validity.
+    Expect a few minutes per operation with --limit 6 on a laptop CPU.
+
+    Examples:
+
+        remora eval toolz==1.0.0 --ops docstring --limit 4
+
+        remora eval ./my_project --format markdown --out eval-run/
+
+        remora --set model.base_url=http://127.0.0.1:8000/v1 eval toolz==1.0.0 --backend openai
+    """
+    from remora.evaluation import OPERATIONS, EvalOptions, RemoraSession, run_eval
+
+    assignments = [*OPTIONS.assignments, *flag_overrides({"model.backend": backend})]
+    options = EvalOptions(
+        spec=spec,
+        operations=split_ops(ops) or list(OPERATIONS),
+        limit=limit,
+        seed=seed,
+        out=out,
+    )
+    session = RemoraSession(config_file=OPTIONS.config_file, assignments=assignments)
+    with _progress() as progress:
+        report = run_eval(options, session=session, progress=progress)
+    _render(report, output)
+    if out is not None:
+        err_console.print(f"report written to {escape(str(out))}/report.md and report.json")
+    if any(item.error for item in report.reports):
+        raise typer.Exit(1)
+
+
+@dataclass
+class _Bars:
+    """One progress bar per operation (and one for setting up), created on first use."""
+
+    progress: Progress | None
+    tasks: dict[str, TaskID] = field(default_factory=dict)
+
+    def update(
+        self,
+        operation: str,
+        *,
+        total: int | None = None,
+        advance: int = 0,
+        description: str | None = None,
+    ) -> None:
+        if self.progress is None:
+            if description and OPTIONS.verbosity >= 0:
+                err_console.print(f"{operation}: {escape(description)}", highlight=False)
+            return
+        if operation not in self.tasks:
+            self.tasks[operation] = self.progress.add_task(operation, total=None, status="")
+        task = self.tasks[operation]
+        fields: dict[str, object] = {"advance": advance}
+        if total is not None:
+            fields["total"] = total
+        if description is not None:
+            fields["status"] = escape(description)
+        self.progress.update(task, **fields)  # type: ignore[arg-type]
+
+
+@contextmanager
+def _progress() -> Iterator[_Bars]:
+    """Live bars on a terminal; one line per step otherwise; nothing with ``-q``."""
+    if OPTIONS.verbosity < 0 or not err_console.is_terminal:
+        yield _Bars(None)
+        return
+    with Progress(
+        TextColumn("[bold]{task.description:>12}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[status]}"),
+        console=err_console,
+    ) as progress:
+        yield _Bars(progress)
+
+
+def _render(report: EvalReport, output: EvalFormat) -> None:
+    from remora.evaluation.report import to_markdown
+
+    if output is EvalFormat.json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    if output is EvalFormat.markdown:
+        sys.stdout.write(to_markdown(report))
+        return
+    console.print(f"[bold]Remora eval: {escape(report.package)}[/]  ({escape(report.model)})")
+    console.print(f"repeat with: {escape(report.command)}", highlight=False, soft_wrap=True)
+    if report.test_suite is not None:
+        console.print(f"the package's own tests: {escape(report.test_suite.describe())}")
+    for operation in report.reports:
+        _render_operation(operation)
+    console.print(f"\nwall time {report.wall_s:.0f} s", highlight=False)
+
+
+def _render_operation(report: OperationReport) -> None:
+    from remora.evaluation.report import (
+        REMORA_HEADERS,
+        operation_notes,
+        operation_rows,
+        remora_rows,
+    )
+
+    console.print()
+    if report.error:
+        console.print(f"[bold]{report.operation}[/]: not measured: {escape(report.error)}")
+        return
+    chosen = ", ".join(report.selection)
+    title = f"{report.operation}: {len(report.selection)} {report.unit}"
+    headers, rows = operation_rows(report)
+    console.print(_table(title, headers, rows))
+    console.print(f"  {escape(chosen)}", style="dim", highlight=False, soft_wrap=True)
+    if report.remora:
+        console.print(_table(None, REMORA_HEADERS, remora_rows(report)))
+    for note in operation_notes(report):
+        console.print(f"  - {escape(note)}", highlight=False, soft_wrap=True)
+
+
+def _table(title: str | None, headers: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title, title_justify="left", expand=False)
+    for index, header in enumerate(headers):
+        table.add_column(header, justify="left" if index == 0 else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    return table

@@ -1,0 +1,172 @@
+"""One evaluation run: resolve the package, run its own tests once, then each operation.
+
+Every operation works on its own scratch copies under one work directory (a temporary one,
+or ``out/work`` when the user keeps it), so a run never touches the package's source. An
+operation that breaks is reported with its error; the others still run.
+"""
+
+from __future__ import annotations
+
+import datetime
+import shlex
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from remora import __version__
+from remora.errors import EvalError
+from remora.evaluation import characterize, docstring, lint
+from remora.evaluation._context import (
+    DEFAULT_TEST_TIMEOUT_S,
+    EvalContext,
+    NullProgress,
+    OperationProgress,
+    ProgressSink,
+)
+from remora.evaluation._package import resolve_package
+from remora.evaluation._remora import RemoraSession
+from remora.evaluation.report import EvalReport, OperationReport, to_markdown
+
+Evaluator = Callable[[EvalContext], OperationReport]
+OPERATIONS: dict[str, Evaluator] = {
+    "lint": lint.evaluate,
+    "docstring": docstring.evaluate,
+    "test": characterize.evaluate_test,
+    "sample_data": characterize.evaluate_sample_data,
+}
+DEFAULT_LIMIT = 6
+SETUP = "setup"
+
+
+class EvalOptions(BaseModel):
+    """What to evaluate: SPEC, the operations, how many modules/functions each, the seed."""
+
+    spec: str
+    operations: list[str] = Field(default_factory=lambda: list(OPERATIONS))
+    limit: int = DEFAULT_LIMIT
+    seed: int = 0
+    out: Path | None = None
+    test_timeout: float = DEFAULT_TEST_TIMEOUT_S
+
+    def check(self) -> None:
+        """Refuse options that cannot run, before any work (EVAL_004-006)."""
+        unknown = [name for name in self.operations if name not in OPERATIONS]
+        if unknown or not self.operations:
+            raise EvalError(
+                "EVAL_004",
+                f"unknown operation {', '.join(unknown)}" if unknown else "no operation given",
+                f"choose from {', '.join(OPERATIONS)}",
+            )
+        if self.limit < 1 or self.seed < 0:
+            raise EvalError(
+                "EVAL_005",
+                f"--limit must be at least 1 and --seed at least 0 (got {self.limit}, {self.seed})",
+                "e.g. --limit 6 --seed 0",
+            )
+        if self.out is not None and self.out.exists() and any(self.out.iterdir()):
+            raise EvalError(
+                "EVAL_006",
+                f"{self.out} is not empty",
+                "give a new or empty directory; a run never overwrites an earlier one",
+            )
+
+    def command(self, assignments: Sequence[str] = ()) -> str:
+        """The command line that repeats this run exactly."""
+        words = ["remora"]
+        for assignment in assignments:
+            words += ["--set", assignment]
+        words += ["eval", self.spec, "--ops", ",".join(self.operations)]
+        words += ["--limit", str(self.limit), "--seed", str(self.seed)]
+        return shlex.join(words)
+
+
+def run_eval(
+    options: EvalOptions,
+    *,
+    session: RemoraSession | None = None,
+    progress: ProgressSink | None = None,
+) -> EvalReport:
+    """Evaluate the package ``options.spec`` names; the report (also written to ``out``)."""
+    options.check()
+    session = session or RemoraSession()
+    sink = progress or NullProgress()
+    started = time.perf_counter()
+    with _work_directory(options.out) as work:
+        sink.update(SETUP, description=f"getting {options.spec}")
+        source = resolve_package(options.spec, work)
+        original = source.copy_to(work / "original")
+        report = EvalReport(
+            remora_version=__version__,
+            spec=options.spec,
+            package=source.label,
+            command=options.command(session.assignments),
+            seed=options.seed,
+            limit=options.limit,
+            operations=list(options.operations),
+            model=session.describe_model(original),
+            started=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        )
+        sink.update(SETUP, description=f"running {source.label}'s own tests")
+        report.test_suite = original.run_tests(options.test_timeout)
+        sink.update(SETUP, total=1, advance=1, description=f"{source.label} ready")
+        for operation in options.operations:
+            directory = work / operation
+            directory.mkdir()
+            context = EvalContext(
+                original=original,
+                work=directory,
+                seed=options.seed,
+                limit=options.limit,
+                session=session,
+                suite=report.test_suite,
+                progress=OperationProgress(operation, sink),
+                test_timeout=options.test_timeout,
+            )
+            report.reports.append(_evaluate(operation, context))
+        report.wall_s = time.perf_counter() - started
+        if options.out is not None:
+            write_report(report, options.out)
+    return report
+
+
+def write_report(report: EvalReport, directory: Path) -> None:
+    """``report.json`` and ``report.md`` in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "report.json").write_text(report.model_dump_json(indent=2) + "\n", "utf-8")
+    (directory / "report.md").write_text(to_markdown(report), encoding="utf-8")
+
+
+def _evaluate(operation: str, context: EvalContext) -> OperationReport:
+    """One operation's report; an unexpected failure becomes the report's error."""
+    started = time.perf_counter()
+    try:
+        report = OPERATIONS[operation](context)
+    except Exception as exc:  # one broken operation must not lose the others' results
+        report = OperationReport(
+            operation=operation,
+            unit="",
+            selection=[],
+            columns=[],
+            scores=[],
+            error=f"internal error: {type(exc).__name__}: {exc}",
+            details={"traceback": traceback.format_exc()},
+        )
+    report.wall_s = time.perf_counter() - started
+    return report
+
+
+@contextmanager
+def _work_directory(out: Path | None) -> Iterator[Path]:
+    """``out/work`` (kept for inspection) or a temporary directory removed afterwards."""
+    if out is not None:
+        work = out / "work"
+        work.mkdir(parents=True)
+        yield work
+        return
+    with tempfile.TemporaryDirectory(prefix="remora-eval-") as temp:
+        yield Path(temp)
