@@ -1,0 +1,62 @@
+"""Scripted model policies that drive the real docstring agent on the synthetic package
+(``tests/data/eval_package``), as the docstring evaluation's stand-in model.
+
+A policy answers every turn of every job, so it decides from the request alone: the function
+from the node context, the step from the tools that already answered. ``docstring_policy``
+follows the agent's ideal sequence and writes the summary line the package's authors wrote
+(read from the package itself), so its summaries match the originals exactly;
+``submit_only_policy`` submits at once, writing nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+
+from remora.model.base import ModelRequest, ToolCall
+from remora.testing import call
+from tests.support.eval_context import EVAL_PACKAGE
+
+STEPS = ("read_signature", "write_docstring", "check_docstring", "submit_result")
+FALLBACK = "Compute the result from the given values."
+_NODE = re.compile(r"`([^`]+)` in \S+:")
+
+
+def original_summaries() -> dict[str, str]:
+    """The first docstring line of every top-level function of the package, by name."""
+    found: dict[str, str] = {}
+    for path in sorted((EVAL_PACKAGE / "shapes").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and (doc := ast.get_docstring(node)):
+                found[node.name] = inspect.cleandoc(doc).splitlines()[0].strip()
+    return found
+
+
+SUMMARIES = original_summaries()
+
+
+def docstring_policy(request: ModelRequest) -> ToolCall:
+    """The ideal sequence, writing the function's original summary line."""
+    answered = {message.name for message in request.messages if message.role == "tool"}
+    allowed = {spec.name for spec in request.allowed_specs()}
+    step = next((name for name in STEPS if name not in answered), "submit_result")
+    if step not in allowed:
+        step = "submit_result"
+    if step == "write_docstring":
+        return call(step, summary=SUMMARIES.get(_function(request), FALLBACK))
+    if step == "submit_result":
+        return call(step, summary="Wrote the docstring.")
+    return call(step)
+
+
+def submit_only_policy(request: ModelRequest) -> ToolCall:
+    """Finish every job at once without writing anything."""
+    return call("submit_result", summary="Nothing to do.")
+
+
+def _function(request: ModelRequest) -> str:
+    """The job's function, from the node context (``function `name` in path:``)."""
+    text = "\n".join(message.content for message in request.messages if message.role == "user")
+    found = _NODE.search(text)
+    return found.group(1).rsplit(".", 1)[-1] if found else ""

@@ -1,0 +1,241 @@
+"""The docstring evaluation end to end on the synthetic package: real stripping, the real
+baseline builder, the real docstring agent (scripted model), real pydoclint and ruff."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remora.evaluation._remora import RemoraSession
+from remora.evaluation.docstring import (
+    BASELINE,
+    FIXED_STEPS,
+    REFERENCE,
+    REMORA,
+    documented_params,
+    evaluate,
+    name_summary,
+    public_docstrings,
+)
+from remora.evaluation.report import OperationReport, Score
+from tests.stores import write_tree
+from tests.support.eval_context import RecordingProgress, eval_context
+from tests.support.policy_docstring import SUMMARIES, docstring_policy, submit_only_policy
+
+LIMIT = 3
+
+
+def _score(report: OperationReport, tool: str) -> Score:
+    return next(score for score in report.scores if score.tool == tool)
+
+
+def _functions(report: OperationReport) -> list[dict[str, Any]]:
+    functions: list[dict[str, Any]] = report.details["functions"]
+    return functions
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[OperationReport, RecordingProgress]:
+    """One evaluation whose model writes the package's own summary lines."""
+    ctx, progress = eval_context(
+        tmp_path_factory.mktemp("written"), "docstring", docstring_policy, limit=LIMIT
+    )
+    return evaluate(ctx), progress
+
+
+@pytest.fixture(scope="module")
+def silent(tmp_path_factory: pytest.TempPathFactory) -> OperationReport:
+    """One evaluation whose model submits every job without writing anything."""
+    ctx, _ = eval_context(
+        tmp_path_factory.mktemp("silent"), "docstring", submit_only_policy, limit=LIMIT
+    )
+    return evaluate(ctx)
+
+
+def test_the_selection_is_seeded_public_functions(
+    written: tuple[OperationReport, RecordingProgress],
+) -> None:
+    report, _ = written
+    assert report.error is None
+    assert report.operation == "docstring" and report.unit == "functions"
+    assert len(report.selection) == LIMIT
+    assert all(target.startswith("shapes/") and "::" in target for target in report.selection)
+    names = [target.split("::")[1] for target in report.selection]
+    assert all(not name.startswith("_") and name in SUMMARIES for name in names)
+    assert report.details["candidates"] >= 12
+    assert [item["target"] for item in _functions(report)] == report.selection
+    assert [item["original"] for item in _functions(report)] == [SUMMARIES[n] for n in names]
+
+
+def test_the_original_docstrings_are_the_near_clean_reference(
+    written: tuple[OperationReport, RecordingProgress],
+) -> None:
+    report, _ = written
+    original = _score(report, REFERENCE)
+    assert original.kind == "reference" and original.error is None
+    values = original.values
+    assert values["coverage"] == 1.0
+    assert values["public_coverage"] == 1.0
+    assert values["ruff_d_clean"] == 1.0
+    assert values["params_consistent"] == 1.0
+    assert values["rouge_l"] == pytest.approx(1.0)
+    assert values["bleu"] == pytest.approx(1.0)
+    assert values["imports"] == 1.0
+    clean = values["pydoclint_clean"]
+    assert isinstance(clean, float) and clean >= 2 / 3
+    # A finding of the package's own docstrings is reported on its function.
+    for item in _functions(report):
+        found = item["results"][REFERENCE]["violations"]
+        assert all(violation.startswith("DOC") for violation in found)
+    assert clean == sum(
+        not item["results"][REFERENCE]["violations"] for item in _functions(report)
+    ) / len(report.selection)
+
+
+def test_the_name_baseline_is_clean_but_far_from_the_original(
+    written: tuple[OperationReport, RecordingProgress],
+) -> None:
+    report, _ = written
+    baseline = _score(report, BASELINE)
+    assert baseline.kind == "baseline" and baseline.error is None
+    assert baseline.wall_s is not None and baseline.wall_s > 0
+    values = baseline.values
+    assert values["coverage"] == 1.0
+    assert values["params_consistent"] == 1.0
+    assert values["pydoclint_clean"] == 1.0
+    assert values["ruff_d_clean"] == 1.0
+    for item in _functions(report):
+        name = item["target"].split("::")[1]
+        assert item["results"][BASELINE]["summary"] == name_summary(name)
+    rouge, bleu = values["rouge_l"], values["bleu"]
+    assert isinstance(rouge, float) and 0 <= rouge < 0.6
+    assert isinstance(bleu, float) and 0 <= bleu < 0.1
+
+
+def test_remora_writes_the_original_summaries_cleanly(
+    written: tuple[OperationReport, RecordingProgress],
+) -> None:
+    report, _ = written
+    remora = _score(report, REMORA)
+    assert remora.kind == "remora" and remora.error is None
+    values = remora.values
+    assert values["coverage"] == 1.0
+    assert values["public_coverage"] == 1.0
+    assert values["pydoclint_clean"] == 1.0
+    assert values["ruff_d_clean"] == 1.0
+    assert values["params_consistent"] == 1.0
+    assert values["imports"] == 1.0
+    assert values["rouge_l"] == pytest.approx(1.0)
+    assert values["bleu"] == pytest.approx(1.0)
+    baseline_rouge = _score(report, BASELINE).values["rouge_l"]
+    assert isinstance(baseline_rouge, float) and baseline_rouge < 1.0
+    for item in _functions(report):
+        result = item["results"][REMORA]
+        assert result["summary"] == item["original"]
+        assert result["violations"] == []
+
+
+def test_remora_figures_and_progress(written: tuple[OperationReport, RecordingProgress]) -> None:
+    report, progress = written
+    [figures] = report.remora
+    assert figures.variant == REMORA
+    assert figures.jobs == LIMIT
+    assert figures.statuses == {"success": LIMIT}
+    assert figures.mean_turns == 4.0
+    assert figures.call_validity == 1.0 and figures.invalid_calls == 0
+    assert figures.jobs_per_min is not None and figures.jobs_per_min > 0
+    totals = [total for op, total, _, _ in progress.updates if total is not None]
+    assert totals[-1] == FIXED_STEPS + LIMIT
+    assert progress.advanced("docstring") == FIXED_STEPS + LIMIT
+    described = [text for _, _, _, text in progress.updates if text]
+    assert sum(text.startswith("remora: ") and "success" in text for text in described) == LIMIT
+
+
+def test_a_remora_run_that_writes_nothing_scores_zero(silent: OperationReport) -> None:
+    assert silent.error is None
+    remora = _score(silent, REMORA)
+    values = remora.values
+    assert values["coverage"] == 0.0
+    assert values["rouge_l"] == 0.0 and values["bleu"] == 0.0
+    assert values["pydoclint_clean"] == 0.0 and values["ruff_d_clean"] == 0.0
+    assert values["params_consistent"] == 0.0
+    public = values["public_coverage"]
+    assert isinstance(public, float) and 0 < public < 1
+    assert values["imports"] == 1.0
+    assert silent.remora[0].statuses == {"failed": LIMIT}
+    for item in _functions(silent):
+        result = item["results"][REMORA]
+        assert result["summary"] is None
+        assert any(v.startswith("D103") for v in result["violations"])
+    # The other rows do not depend on the model.
+    assert _score(silent, BASELINE).values["coverage"] == 1.0
+
+
+def test_when_remora_cannot_run_its_row_says_why(tmp_path: Path) -> None:
+    ctx, progress = eval_context(tmp_path, "docstring", submit_only_policy, limit=1)
+    # The job is planned, then the workspace manager refuses the state directory.
+    ctx.session = RemoraSession(assignments=["workspace.state_dir=."])
+    report = evaluate(ctx)
+    remora = _score(report, REMORA)
+    assert remora.values == {} and remora.error
+    assert report.remora[0].jobs == 0
+    assert _score(report, BASELINE).values["coverage"] == 1.0
+    totals = [total for _, total, _, _ in progress.updates if total is not None]
+    assert totals[-1] == progress.advanced("docstring") == FIXED_STEPS
+
+
+def test_a_module_that_needs_its_docstring_is_left_out(tmp_path: Path) -> None:
+    source = write_tree(
+        tmp_path / "pkg",
+        {
+            "loud/__init__.py": '"""Loud things."""\n',
+            "loud/core.py": (
+                '"""Core."""\n\n\ndef shout(text):\n    """Return the text in capitals."""\n'
+                "    return text.upper()\n\n\nBANNER = shout.__doc__.upper()\n"
+            ),
+            "loud/other.py": (
+                '"""Other."""\n\n\ndef whisper(text):\n    """Return the text in lowercase."""\n'
+                "    return text.lower()\n"
+            ),
+        },
+    )
+    ctx, _ = eval_context(
+        tmp_path / "run", "docstring", submit_only_policy, limit=3, source=source / "loud"
+    )
+    report = evaluate(ctx)
+    assert report.selection == ["loud/other.py::whisper"]
+    assert list(report.details["dropped"]) == ["loud/core.py::shout"]
+    assert any("left out loud/core.py::shout" in note for note in report.notes)
+    assert _score(report, REFERENCE).values["coverage"] == 1.0
+
+
+def test_a_package_without_candidates_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    source = write_tree(tmp_path / "pkg", {"bare/__init__.py": "def f(x):\n    return x\n"})
+    ctx, _ = eval_context(tmp_path / "run", "docstring", submit_only_policy, source=source / "bare")
+    report = evaluate(ctx)
+    assert report.error and report.scores == [] and report.selection == []
+
+
+def test_documented_params_reads_google_args_sections() -> None:
+    doc = (
+        "Do it.\n\nArgs:\n    a: The a.\n        More about a.\n    *rest (int): More.\n\n"
+        "Returns:\n    x: no."
+    )
+    assert documented_params(doc) == ["a", "rest"]
+    assert documented_params("Do it.") == []
+
+
+def test_public_docstrings_counts_like_interrogate() -> None:
+    tree = ast.parse(
+        '"""Module."""\n'
+        "def f():\n    def inner():\n        pass\n"
+        'class C:\n    """C."""\n    def m(self):\n        """M."""\n    def __init__(self):\n'
+        "        pass\n    def _p(self):\n        pass\n    class D:\n        pass\n"
+        "class _Hidden:\n    def visible(self):\n        pass\n"
+        "if True:\n    def g():\n        pass\n"
+    )
+    # Counted: the module, f, C, C.m, C.D, g; documented: the module, C, C.m.
+    assert public_docstrings(tree) == (3, 6)
