@@ -80,13 +80,22 @@ class EvalContext:
         return (base or self.original).copy_to(self.work / name)
 
     def rng(self, *labels: str) -> random.Random:
-        """A generator for one decision: the same seed and labels give the same draws,
-        whatever else the run draws (string seeds hash with SHA-512, not salted ``hash``)."""
-        return random.Random(":".join([str(self.seed), *labels]))
+        return seeded(self.seed, *labels)
 
     def pick(self, items: Sequence[T], *labels: str) -> list[T]:
         """``limit`` of ``items`` (all when fewer), seeded by ``labels``, in their order."""
-        if self.limit >= len(items):
-            return list(items)
-        chosen = sorted(self.rng(*labels).sample(range(len(items)), self.limit))
-        return [items[index] for index in chosen]
+        return pick(items, self.limit, seeded(self.seed, *labels))
+
+
+def seeded(seed: int, *labels: str) -> random.Random:
+    """A generator for one decision: the same seed and labels give the same draws, whatever
+    else the run draws (string seeds hash with SHA-512, not the salted ``hash``)."""
+    return random.Random(":".join([str(seed), *labels]))
+
+
+def pick(items: Sequence[T], count: int, rng: random.Random) -> list[T]:
+    """``count`` of ``items`` (all when fewer), kept in their original order."""
+    if count >= len(items):
+        return list(items)
+    chosen = sorted(rng.sample(range(len(items)), count))
+    return [items[index] for index in chosen]

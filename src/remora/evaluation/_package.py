@@ -35,7 +35,20 @@ NOT_PACKAGES = frozenset(
 NOT_MODULES = frozenset({"setup.py", "conftest.py", "noxfile.py", "tasks.py", "fabfile.py"})
 TEST_DIRS = frozenset({"tests", "test", "testing"})
 COPY_IGNORE = shutil.ignore_patterns(
-    "__pycache__", "*.pyc", "*.egg-info", ".git", ".hg", ".tox", ".nox", ".venv", "venv"
+    "__pycache__",
+    "*.pyc",
+    "*.egg-info",
+    ".git",
+    ".hg",
+    ".tox",
+    ".nox",
+    ".venv",
+    "venv",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".hypothesis",
+    ".remora",
 )
 _SUMMARY = re.compile(r"\d+ (passed|failed|error|errors|skipped|deselected|xfailed|xpassed)\b")
 
@@ -321,6 +334,7 @@ def _archive_name(archive: Path) -> str:
     for suffix in ARCHIVES:
         stem = stem.removesuffix(suffix)
     return stem.rsplit("-", 1)[0] if "-" in stem else stem
+
 
 def _sdist_version(root: Path) -> str | None:
     """The ``Version:`` of the sdist's PKG-INFO, when it has one."""

@@ -143,7 +143,7 @@ def operation_notes(report: OperationReport) -> list[str]:
     notes += [f"{figures.variant}: {figures.error}" for figures in report.remora if figures.error]
     notes += report.notes
     notes += [f"{column.label}: {column.help}" for column in report.columns if column.help]
-    return notes
+    return list(dict.fromkeys(notes))
 
 
 def to_markdown(report: EvalReport) -> str:
