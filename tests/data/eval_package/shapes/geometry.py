@@ -104,3 +104,16 @@ def home_relative(path):
     if path.startswith(home):
         return "~" + path[len(home) :]
     return path
+
+
+def at_most(values, limit=math.inf):
+    """Keep the numbers that do not exceed a limit.
+
+    Args:
+        values: The numbers.
+        limit: The largest number kept; no limit when omitted.
+
+    Returns:
+        The numbers at most the limit, in their order.
+    """
+    return [value for value in values if value <= limit]

@@ -1,0 +1,250 @@
+"""The test and sample_data evaluations end to end on the synthetic package: the real test and
+sample_data agents (scripted model), real ``hypothesis write`` and ``st.builds`` baselines,
+every test file really run twice here under coverage.
+
+Seed 12 with limit 3 picks ``area`` (its ghostwritten test passes), ``scale`` (ghostwriter
+leaves its parameters to ``st.nothing()``: the test fails) and ``at_most`` (its default
+``math.inf`` is written as ``st.just(inf)``, a NameError: the file does not import).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from remora.evaluation._functions import FunctionRef
+from remora.evaluation._hypothesis import (
+    HYPOTHESIS_MISSING,
+    from_type_fixtures,
+    ghostwriter_coverage,
+)
+from remora.evaluation._package import Project, resolve_package
+from remora.evaluation._testrun import TESTS_FAILED, run_test_file
+from remora.evaluation.characterize import (
+    BUILDS,
+    GHOSTWRITER,
+    HOST_ONLY,
+    REMORA,
+    characterizable,
+    evaluate_sample_data,
+    evaluate_test,
+)
+from remora.evaluation.report import OperationReport, Score
+from tests.stores import write_tree
+from tests.support.eval_context import EVAL_PACKAGE, RecordingProgress, eval_context
+from tests.support.policy_characterize import sample_data_policy
+from tests.support.policy_characterize import test_policy as characterization_policy
+
+SEED = 12
+LIMIT = 3
+SELECTION = [
+    "shapes/geometry.py::area",
+    "shapes/geometry.py::scale",
+    "shapes/geometry.py::at_most",
+]
+
+Evaluated = tuple[OperationReport, RecordingProgress]
+
+
+def _score(report: OperationReport, tool: str) -> Score:
+    return next(score for score in report.scores if score.tool == tool)
+
+
+def _detail(report: OperationReport, target: str, tool: str) -> dict[str, Any]:
+    detail: dict[str, Any] = report.details["functions"][target][tool]
+    return detail
+
+
+def _project(source: Path, dest: Path) -> Project:
+    return resolve_package(str(source), dest / "fetch").copy_to(dest / "project")
+
+
+@pytest.fixture(scope="module")
+def tested(tmp_path_factory: pytest.TempPathFactory) -> Evaluated:
+    ctx, progress = eval_context(
+        tmp_path_factory.mktemp("test"), "test", characterization_policy, limit=LIMIT, seed=SEED
+    )
+    return evaluate_test(ctx), progress
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory: pytest.TempPathFactory) -> Evaluated:
+    ctx, progress = eval_context(
+        tmp_path_factory.mktemp("sample"), "sample_data", sample_data_policy, limit=LIMIT, seed=SEED
+    )
+    return evaluate_sample_data(ctx), progress
+
+
+def test_both_operations_measure_one_seeded_selection(
+    tested: Evaluated, sampled: Evaluated
+) -> None:
+    for (report, progress), operation in ((tested, "test"), (sampled, "sample_data")):
+        assert report.error is None and report.operation == operation
+        assert report.unit == "functions" and report.selection == SELECTION
+        assert list(report.details["functions"]) == SELECTION
+        assert "3 of 13 candidate functions" in report.notes[0] and "seed 12" in report.notes[0]
+        assert progress.advanced(operation) == 9  # 3 baseline functions, 2 runs of 3 jobs
+        totals = [total for _, total, _, _ in progress.updates if total is not None]
+        assert totals[-1] == 9
+
+
+def test_candidates_are_public_synchronous_functions_with_parameters(tmp_path: Path) -> None:
+    source = write_tree(
+        tmp_path / "src",
+        {
+            "pkg/__init__.py": "",
+            "pkg/core.py": (
+                "def used(x):\n    return x\n\n\n"
+                "def constant():\n    return 1\n\n\n"
+                "async def fetch(url):\n    return url\n\n\n"
+                "def _private(x):\n    return x\n\n\n"
+                "def star(*args, **kwargs):\n    return args\n"
+            ),
+            "pkg/_hidden.py": "def shown(x):\n    return x\n",
+            "pkg/tests/test_core.py": "def test_used(x=1):\n    assert x\n",
+        },
+    )
+    project = _project(source, tmp_path)
+    assert [ref.target for ref in characterizable(project)] == [
+        "pkg/core.py::used",
+        "pkg/core.py::star",
+    ]
+
+
+def test_remora_keeps_tests_that_pass_here_and_cover_the_functions(tested: Evaluated) -> None:
+    report, _ = tested
+    remora = _score(report, REMORA)
+    assert remora.kind == "remora" and remora.error is None
+    values = remora.values
+    assert values["functions_tested"] == 3
+    assert isinstance(values["tests"], int) and values["tests"] >= 6
+    assert values["flaky_dropped"] == 0 and values["pass_rate"] == 1.0
+    assert values["line_coverage"] == 1.0 and values["branch_coverage"] == 1.0
+    assert values["failing_files"] == 0 and values["not_importable"] == 0
+    scale = _detail(report, "shapes/geometry.py::scale", REMORA)
+    assert scale["status"] == "success" and scale["test_file"] == "tests/test_geometry_scale.py"
+    assert scale["run"]["runs"] == 2 and scale["run"]["failed"] == 0
+    assert scale["run"]["passed"] == 2 * len(scale["tests"])
+    assert scale["run"]["line_rate"] == scale["agent_line_rate"] == 1.0
+    figures = {item.variant: item for item in report.remora}
+    assert set(figures) == {REMORA, HOST_ONLY}
+    assert figures[REMORA].jobs == 3 and figures[REMORA].statuses == {"success": 3}
+    assert figures[REMORA].call_validity == 1.0 and figures[REMORA].mean_turns == 5
+
+
+def test_host_inputs_alone_cover_less_than_with_the_models_proposals(tested: Evaluated) -> None:
+    report, _ = tested
+    remora, host_only = _score(report, REMORA).values, _score(report, HOST_ONLY).values
+    assert host_only["pass_rate"] == 1.0 and host_only["functions_tested"] == 3
+    assert isinstance(host_only["tests"], int) and isinstance(remora["tests"], int)
+    assert 0 < host_only["tests"] < remora["tests"]
+    assert isinstance(host_only["branch_coverage"], float)
+    assert 0 < host_only["branch_coverage"] < 1.0
+    scale = _detail(report, "shapes/geometry.py::scale", HOST_ONLY)
+    assert "'yd'" not in Path(scale["run"]["test_file"]).read_text(encoding="utf-8")
+
+
+def test_hypothesis_files_that_fail_or_do_not_import_count_as_zero(tested: Evaluated) -> None:
+    report, _ = tested
+    baseline = _score(report, GHOSTWRITER)
+    assert baseline.kind == "baseline" and baseline.error is None
+    values = baseline.values
+    assert values["functions_tested"] == 1 and values["flaky_dropped"] is None
+    assert values["failing_files"] == 1 and values["not_importable"] == 1
+    assert values["tests"] == 2 and values["pass_rate"] == 0.5  # area passes twice, scale fails
+    assert values["line_coverage"] == pytest.approx(1 / 3)
+    assert values["branch_coverage"] == pytest.approx(0.5 / 3)
+
+    area = _detail(report, "shapes/geometry.py::area", GHOSTWRITER)
+    assert area["zero_reason"] is None and (area["line_rate"], area["branch_rate"]) == (1.0, 0.5)
+    scale = _detail(report, "shapes/geometry.py::scale", GHOSTWRITER)
+    assert scale["zero_reason"] == TESTS_FAILED and "Unsatisfiable" in scale["error"]
+    at_most = _detail(report, "shapes/geometry.py::at_most", GHOSTWRITER)
+    assert at_most["written"] and not at_most["run"]["importable"]
+    assert at_most["zero_reason"] == "not importable" and at_most["line_rate"] == 0.0
+    assert "NameError: name 'inf' is not defined" in at_most["error"]
+    assert any("at_most counted as 0% (not importable" in note for note in report.notes)
+    written = Path(at_most["run"]["test_file"]).read_text(encoding="utf-8")
+    assert "st.just(inf)" in written
+
+
+def test_remora_fixtures_call_without_argument_errors_where_st_builds_cannot(
+    sampled: Evaluated,
+) -> None:
+    report, _ = sampled
+    builds = _score(report, BUILDS)
+    assert builds.kind == "baseline" and builds.error is None
+    assert builds.values == {"with_fixture": 0.0, "fixtures": 0}
+    area = _detail(report, "shapes/geometry.py::area", BUILDS)
+    assert area["unfilled"] == ["width"] and area["raised"] == {"TypeError": area["draws"]}
+
+    remora, host_only = _score(report, REMORA), _score(report, HOST_ONLY)
+    assert remora.values["with_fixture"] == host_only.values["with_fixture"] == 1.0
+    assert isinstance(remora.values["fixtures"], int)
+    assert isinstance(host_only.values["fixtures"], int)
+    assert 0 < host_only.values["fixtures"] < remora.values["fixtures"]
+    scale = _detail(report, "shapes/geometry.py::scale", REMORA)
+    assert scale["fixture_file"] == "fixtures/shapes/geometry/scale.json" and scale["raising"] == 1
+    assert [item.jobs for item in report.remora] == [3, 3]
+
+
+def test_st_builds_draws_usable_arguments_from_annotations(tmp_path: Path) -> None:
+    source = write_tree(
+        tmp_path / "src",
+        {
+            "typed/__init__.py": (
+                "def label(name: str, count: int) -> str:\n    return f'{name}: {count}'\n\n\n"
+                "def head(items):\n    return items[0]\n"
+            )
+        },
+    )
+    project = _project(source, tmp_path)
+    typed = from_type_fixtures(project, FunctionRef("typed/__init__.py", "label"), tmp_path / "a")
+    assert typed.ok and typed.error is None and typed.unfilled == []
+    assert typed.draws > 1 and typed.calls_ok == typed.returned == typed.draws
+    untyped = from_type_fixtures(project, FunctionRef("typed/__init__.py", "head"), tmp_path / "b")
+    assert not untyped.ok and untyped.unfilled == ["items"]
+
+
+def test_a_test_depending_on_the_hash_seed_fails_one_of_the_two_runs(tmp_path: Path) -> None:
+    project = _project(EVAL_PACKAGE, tmp_path)
+    test_file = project.root / "tests" / "test_seeded.py"
+    test_file.write_text(
+        "import os\n\nfrom shapes.text import slug\n\n\n"
+        "def test_stable():\n    assert slug('A b') == 'a-b'\n\n\n"
+        "def test_seeded():\n    assert os.environ['PYTHONHASHSEED'] == '11'\n",
+        encoding="utf-8",
+    )
+    run = run_test_file(
+        project,
+        test_file,
+        FunctionRef("shapes/text.py", "slug"),
+        tmp_path / "runs",
+        cwd=project.root,
+        timeout=120,
+    )
+    assert (run.runs, run.tests, run.passed, run.failed) == (2, 2, 3, 1)
+    assert run.zero_reason == TESTS_FAILED and "test_seeded" in (run.error or "")
+    assert run.measured_line_rate == 1.0 and run.line_rate == 0.0
+
+
+def test_without_hypothesis_the_baselines_say_so_and_remora_still_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "hypothesis", None)  # what find_spec sees when it is absent
+    ref = FunctionRef("shapes/geometry.py", "area")
+    project = _project(EVAL_PACKAGE, tmp_path / "direct")
+    ghost = ghostwriter_coverage(project, ref, tmp_path / "ghost", 60)
+    assert ghost.error == HYPOTHESIS_MISSING and not ghost.written and ghost.line_rate == 0.0
+    assert from_type_fixtures(project, ref, tmp_path / "draw").error == HYPOTHESIS_MISSING
+
+    ctx, _ = eval_context(tmp_path / "eval", "sample_data", sample_data_policy, limit=1)
+    report = evaluate_sample_data(ctx)
+    builds = _score(report, BUILDS)
+    assert builds.error == HYPOTHESIS_MISSING and builds.values == {}
+    [target] = report.selection
+    assert _detail(report, target, BUILDS)["error"] == HYPOTHESIS_MISSING
+    assert _score(report, REMORA).values["with_fixture"] == 1.0
