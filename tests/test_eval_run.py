@@ -16,7 +16,8 @@ from remora.evaluation.run import OPERATIONS, EvalOptions, run_eval
 from remora.model.base import ModelRequest
 from remora.testing import Step
 from tests.support.eval_context import EVAL_PACKAGE, RecordingProgress, scripted_session
-from tests.support.policy_characterize import sample_data_policy, test_policy
+from tests.support.policy_characterize import sample_data_policy
+from tests.support.policy_characterize import test_policy as characterization_policy
 from tests.support.policy_docstring import docstring_policy
 from tests.support.policy_lint import lint_policy
 
@@ -29,7 +30,7 @@ def every_agent(request: ModelRequest) -> Step:
     if "write_docstring" in names:
         return docstring_policy(request)
     if "write_tests" in names:
-        return test_policy(request)
+        return characterization_policy(request)
     return sample_data_policy(request)
 
 

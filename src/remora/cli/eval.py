@@ -75,7 +75,9 @@ def eval_command(
     ] = None,
     backend: Annotated[
         Backend | None,
-        typer.Option(help="llama_cpp: the embedded model; openai: a server (--set model.base_url=...)."),
+        typer.Option(
+            help="llama_cpp: the embedded model; openai: a server (--set model.base_url=...)."
+        ),
     ] = None,
 ) -> None:
     """Measure the agents on a real package against the best deterministic tools, side by side.

@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import remora.model as model_package
 from remora.config import ModelConfig, RemoraConfig, load_config, parse_assignments
 from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.errors import RemoraError
 from remora.evaluation._package import Project
 from remora.evaluation.report import RemoraFigures
-import remora.model as model_package
 from remora.model import ModelClient
 from remora.orchestration import (
     JobRecord,
