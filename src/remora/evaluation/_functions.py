@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -22,6 +23,24 @@ class FunctionRef:
     def target(self) -> str:
         """The node selector Remora's discovery accepts: ``pkg/mod.py::name``."""
         return f"{self.path}::{self.name}"
+
+
+def parameter_names(node: FunctionNode) -> tuple[str, ...]:
+    """The parameter names in signature order, ``*args`` and ``**kwargs`` without stars."""
+    args = node.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if args.vararg:
+        names.append(args.vararg.arg)
+    names.extend(a.arg for a in args.kwonlyargs)
+    if args.kwarg:
+        names.append(args.kwarg.arg)
+    return tuple(names)
+
+
+def mean(values: Iterable[float]) -> float | None:
+    """The mean, or None for no values (a column shows '-', not a misleading 0)."""
+    items = list(values)
+    return sum(items) / len(items) if items else None
 
 
 def is_private_module(relative: str) -> bool:

@@ -30,6 +30,7 @@ from typing import Any, cast
 
 from remora.evaluation._commands import run_command
 from remora.evaluation._context import EvalContext
+from remora.evaluation._functions import parameter_names
 from remora.evaluation._package import Project
 from remora.tools.capabilities._lint_rules import DEFAULT_RULES
 from remora.tools.capabilities.ruff import ruff_command
@@ -197,17 +198,6 @@ def mangled(attr: str) -> bool:
 def fresh_name(node: ast.AST, names: Sequence[str]) -> str | None:
     used = bound_names(node)
     return next((name for name in names if name not in used), None)
-
-
-def parameters(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-    args = func.args
-    names = [a.arg for a in (*args.posonlyargs, *args.args)]
-    if args.vararg:
-        names.append(args.vararg.arg)
-    names.extend(a.arg for a in args.kwonlyargs)
-    if args.kwarg:
-        names.append(args.kwarg.arg)
-    return names
 
 
 def body_start(src: Source, func: ast.AST) -> tuple[int, str, int] | None:
@@ -512,7 +502,8 @@ def find_empty_fstring(src: Source) -> list[Edit]:
 def find_unused_local(src: Source) -> list[Edit]:
     edits = []
     for func in nodes(src, FUNCTIONS):
-        params = [p for p in parameters(func) if p not in ("self", "cls")] or parameters(func)
+        names = parameter_names(func)
+        params = [p for p in names if p not in ("self", "cls")] or list(names)
         where = body_start(src, func)
         name = fresh_name(func, SPARE_NAMES)
         if params and where and name:

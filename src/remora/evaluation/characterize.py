@@ -44,12 +44,16 @@ from __future__ import annotations
 
 import ast
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from remora.evaluation._context import EvalContext, OperationProgress
-from remora.evaluation._functions import FunctionNode, FunctionRef, public_functions
+from remora.evaluation._functions import (
+    FunctionRef,
+    mean,
+    parameter_names,
+    public_functions,
+)
 from remora.evaluation._hypothesis import (
     from_type_fixtures,
     ghostwriter_coverage,
@@ -196,7 +200,7 @@ def characterizable(project: Project) -> list[FunctionRef]:
     """The candidates (see the module's docstring), in file order."""
     found: dict[FunctionRef, None] = {}
     for ref, node in public_functions(project):
-        if isinstance(node, ast.FunctionDef) and _has_parameters(node):
+        if isinstance(node, ast.FunctionDef) and parameter_names(node):
             found.setdefault(ref)
     return list(found)
 
@@ -422,8 +426,8 @@ def _test_values(outcomes: list[FunctionTests]) -> dict[str, Value]:
         "tests": sum(outcome.tests for outcome in outcomes),
         "flaky_dropped": sum(dropped) if dropped else None,
         "pass_rate": passed / ran if ran else None,
-        "line_coverage": _mean(outcome.line_rate for outcome in outcomes),
-        "branch_coverage": _mean(outcome.branch_rate for outcome in outcomes),
+        "line_coverage": mean(outcome.line_rate for outcome in outcomes),
+        "branch_coverage": mean(outcome.branch_rate for outcome in outcomes),
         "failing_files": sum(1 for o in outcomes if o.zero_reason == TESTS_FAILED),
         "not_importable": sum(1 for o in outcomes if o.zero_reason == NOT_IMPORTABLE),
     }
@@ -431,7 +435,7 @@ def _test_values(outcomes: list[FunctionTests]) -> dict[str, Value]:
 
 def _fixture_values(usable: list[int]) -> dict[str, Value]:
     return {
-        "with_fixture": _mean(1.0 if count else 0.0 for count in usable),
+        "with_fixture": mean(1.0 if count else 0.0 for count in usable),
         "fixtures": sum(usable),
     }
 
@@ -464,16 +468,6 @@ def _nothing_to_measure(operation: str, columns: list[Column]) -> OperationRepor
     )
 
 
-def _has_parameters(node: FunctionNode) -> bool:
-    args = node.args
-    return bool(args.posonlyargs or args.args or args.kwonlyargs or args.vararg or args.kwarg)
-
-
 def _label(ref: FunctionRef) -> str:
     """A directory name for one function: ``pkg.mod.name``."""
     return f"{ref.path.removesuffix('.py').replace('/', '.')}.{ref.name}"
-
-
-def _mean(values: Iterable[float]) -> float | None:
-    items = list(values)
-    return sum(items) / len(items) if items else None

@@ -67,7 +67,13 @@ from typing import Any, NamedTuple
 from remora.config import ToolsConfig
 from remora.evaluation._commands import run_command
 from remora.evaluation._context import EvalContext
-from remora.evaluation._functions import FunctionNode, FunctionRef, public_functions
+from remora.evaluation._functions import (
+    FunctionNode,
+    FunctionRef,
+    mean,
+    parameter_names,
+    public_functions,
+)
 from remora.evaluation._package import Project
 from remora.evaluation._remora import RemoraRun
 from remora.evaluation._similarity import rouge_l, sentence_bleu
@@ -236,8 +242,8 @@ class Measurement:
                 else None
             ),
             "params_consistent": _share([item.params_consistent for item in items]),
-            "rouge_l": _mean([item.rouge_l for item in items]),
-            "bleu": _mean([item.bleu for item in items]),
+            "rouge_l": mean([item.rouge_l for item in items]),
+            "bleu": mean([item.bleu for item in items]),
             "imports": self.importing / self.modules if self.modules else None,
         }
 
@@ -358,7 +364,7 @@ def candidates(project: Project) -> list[Chosen]:
             continue
         summary = first_line(ast.get_docstring(node))
         if summary:
-            found.append(Chosen(ref, parameters(node), summary))
+            found.append(Chosen(ref, parameter_names(node), summary))
     return found
 
 
@@ -432,18 +438,6 @@ def _strip_module(path: Path, names: set[str]) -> None:
             end += 1
         del lines[first - 1 : end]
     path.write_text("".join(lines), encoding="utf-8")
-
-
-def parameters(node: FunctionNode) -> tuple[str, ...]:
-    """The parameter names in signature order, ``*args`` and ``**kwargs`` without stars."""
-    args = node.args
-    names = [a.arg for a in (*args.posonlyargs, *args.args)]
-    if args.vararg:
-        names.append(args.vararg.arg)
-    names.extend(a.arg for a in args.kwonlyargs)
-    if args.kwarg:
-        names.append(args.kwarg.arg)
-    return tuple(names)
 
 
 def first_line(docstring: str | None) -> str:
@@ -716,7 +710,3 @@ def _failed(error: str, started: float) -> OperationReport:
 
 def _share(flags: Sequence[bool]) -> float | None:
     return sum(flags) / len(flags) if flags else None
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
