@@ -9,6 +9,7 @@ from remora.evaluation.report import (
     RemoraFigures,
     Score,
     SuiteRun,
+    counted,
     format_value,
     operation_notes,
     operation_rows,
@@ -73,6 +74,12 @@ def _report() -> EvalReport:
         test_suite=SuiteRun(status="passed", summary="3 passed in 0.5s", wall_s=0.6),
         reports=[lint, docstring],
     )
+
+
+def test_counts_agree_with_their_unit() -> None:
+    assert counted(1, "functions") == "1 function"
+    assert counted(0, "modules") == "0 modules"
+    assert counted(12, "functions") == "12 functions"
 
 
 def test_cells_by_kind() -> None:

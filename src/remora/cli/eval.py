@@ -197,6 +197,7 @@ def _render(report: EvalReport, output: EvalFormat) -> None:
 def _render_operation(report: OperationReport) -> None:
     from remora.evaluation.report import (
         REMORA_HEADERS,
+        counted,
         operation_notes,
         operation_rows,
         remora_rows,
@@ -207,7 +208,7 @@ def _render_operation(report: OperationReport) -> None:
         console.print(f"[bold]{report.operation}[/]: not measured: {escape(report.error)}")
         return
     chosen = ", ".join(report.selection)
-    title = f"{report.operation}: {len(report.selection)} {report.unit}"
+    title = f"{report.operation}: {counted(len(report.selection), report.unit)}"
     headers, rows = operation_rows(report)
     console.print(_table(title, headers, rows))
     console.print(f"  {escape(chosen)}", style="dim", highlight=False, soft_wrap=True)

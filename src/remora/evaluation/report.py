@@ -94,6 +94,11 @@ class EvalReport(BaseModel):
     reports: list[OperationReport] = Field(default_factory=list)
 
 
+def counted(count: int, unit: str) -> str:
+    """``3 functions``, ``1 function``."""
+    return f"{count} {unit.removesuffix('s') if count == 1 else unit}"
+
+
 def format_value(value: Value, kind: ColumnKind) -> str:
     """A cell: rates as percentages, seconds with one decimal, None as '-'."""
     if value is None:
@@ -164,7 +169,7 @@ def to_markdown(report: EvalReport) -> str:
             lines += ["", f"Not measured: {operation.error}"]
             continue
         chosen = ", ".join(f"`{item}`" for item in operation.selection)
-        lines += ["", f"{len(operation.selection)} {operation.unit}: {chosen}", ""]
+        lines += ["", f"{counted(len(operation.selection), operation.unit)}: {chosen}", ""]
         headers, rows = operation_rows(operation)
         lines += _markdown_table(headers, rows)
         if operation.remora:
