@@ -196,8 +196,12 @@ def _child_main() -> None:
     line of stdout (anything the package prints goes to stderr)."""
     import contextlib
     import json
+    import resource
     import sys
 
+    limit = 2 * 1024**3  # a drawn argument must not take the machine's memory
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     with contextlib.redirect_stdout(sys.stderr):
         result = _draw_and_call(sys.argv[1], sys.argv[2], int(sys.argv[3]))
     print(json.dumps(result, default=str))
