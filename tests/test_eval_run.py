@@ -11,6 +11,7 @@ import pytest
 from remora.errors import EvalError
 from remora.evaluation import run as eval_run
 from remora.evaluation._context import EvalContext, pick, seeded
+from remora.evaluation._package import resolve_package
 from remora.evaluation.report import OperationReport, Score
 from remora.evaluation.run import OPERATIONS, EvalOptions, run_eval
 from remora.model.base import ModelRequest
@@ -119,3 +120,19 @@ def test_the_selection_is_seeded() -> None:
     assert pick(items, 5, seeded(0, "modules")) != first
     assert pick(items, 5, seeded(1, "functions")) != first
     assert pick(items, 50, seeded(0, "functions")) == items
+
+
+def test_a_selector_runs_exactly_its_node(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "mod.py").write_text(
+        "def outer(values):\n"
+        "    def inner(value):\n"
+        "        return value + 1\n"
+        "    return [inner(value) for value in values]\n"
+    )
+    project = resolve_package(str(root), tmp_path / "work").copy_to(tmp_path / "copy")
+    run = scripted_session(every_agent).run(project, ["pkg/mod.py::outer"], ["docstring"])
+    assert [job.qualname for job in run.jobs] == ["outer"]
+    assert run.figures("remora", "docstring").jobs == 1

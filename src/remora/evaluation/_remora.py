@@ -116,7 +116,10 @@ class RemoraSession:
         on_job: JobCallback | None = None,
     ) -> RemoraRun:
         """Run ``operations`` on ``targets`` (paths or ``file::qualname`` selectors) and
-        accept every proposed change into the project; a problem is the run's ``error``."""
+        accept every proposed change into the project; a problem is the run's ``error``.
+
+        A selector means exactly that node here (``analyze`` adds its members: the nested
+        functions of a selected function would be jobs nobody measures)."""
         started = time.perf_counter()
         try:
             run = self._run(project, targets, operations, sets, on_planned, on_job)
@@ -136,8 +139,11 @@ class RemoraSession:
     ) -> RemoraRun:
         config = self.config(project, sets)
         paths = [project.root / target for target in targets]
-        discovered = discover(paths, config.discovery, root=project.root)
-        plan = plan_jobs(config, load_agents(config.agents.dirs), discovered.nodes, operations)
+        nodes = discover(paths, config.discovery, root=project.root).nodes
+        exact = {_selected(target) for target in targets if "::" in target}
+        if exact:
+            nodes = [node for node in nodes if (node.file_path, node.qualname) in exact]
+        plan = plan_jobs(config, load_agents(config.agents.dirs), nodes, operations)
         problems = [f"{problem.message} ({problem.hint})" for problem in plan.problems]
         if on_planned is not None:
             on_planned(len(plan.jobs))
@@ -171,6 +177,12 @@ class RemoraSession:
         jobs = asyncio.run(main())
         errors = problems + _accept_all(manager, jobs)
         return RemoraRun(jobs=jobs, error="; ".join(errors) or None)
+
+
+def _selected(target: str) -> tuple[str, str]:
+    """``pkg/mod.py::Class::method`` -> ``("pkg/mod.py", "Class.method")``."""
+    file, _, name = target.partition("::")
+    return file, name.replace("::", ".")
 
 
 def _real_client(config: ModelConfig) -> ModelClient:
