@@ -16,13 +16,10 @@ Hypothesis, is a field of the result.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
-import inspect
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -37,6 +34,7 @@ CLI_MISSING = "hypothesis's command line (click) is not installed: pip install '
 HYPOTHESIS_CLI = "import sys; from hypothesis.extra.cli import main; sys.exit(main())"
 WRITE_TIMEOUT_S = 120.0
 DRAW_TIMEOUT_S = 120.0
+DRAW_CHILD = Path(__file__).with_name("_draw_child.py")
 EXAMPLES = 20
 
 
@@ -134,19 +132,15 @@ def from_type_fixtures(
     project: Project, function: FunctionRef, scratch: Path, examples: int = EXAMPLES
 ) -> FromTypeResult:
     """Whether ``st.builds`` alone yields arguments ``function`` accepts, drawn and called
-    in a child process (:func:`_draw_and_call`) running in ``scratch``."""
+    in a child process (:mod:`._draw_child`) running in ``scratch``."""
     started = time.perf_counter()
     missing = missing_hypothesis()
     if missing is not None:
         return FromTypeResult(error=missing)
     scratch.mkdir(parents=True, exist_ok=True)
     module = project.module_name(function.path)
-    try:
-        program = _child_program()
-    except OSError as exc:
-        return FromTypeResult(error=f"cannot read the drawing program's source: {exc}")
     result = run_command(
-        [sys.executable, "-c", program, module, function.name, str(examples)],
+        [sys.executable, "-P", str(DRAW_CHILD), module, function.name, str(examples)],
         scratch,
         DRAW_TIMEOUT_S,
         env=_env(project, scratch),
@@ -174,106 +168,3 @@ def _failure(result: CommandResult) -> str:
     lines = [line.strip() for line in (result.stderr or result.stdout).splitlines()]
     lines = [line for line in lines if line]
     return lines[-1][:300] if lines else f"exit {result.returncode}"
-
-
-@functools.cache
-def _child_program() -> str:
-    """The child's ``-c`` program: :func:`_draw_and_call` from its own source, so the child
-    imports Hypothesis and the package under test, and no module of Remora."""
-    return "\n".join(
-        [
-            "from __future__ import annotations",
-            "from typing import Any",
-            inspect.getsource(_draw_and_call),
-            inspect.getsource(_child_main),
-            "_child_main()",
-        ]
-    )
-
-
-def _child_main() -> None:
-    """Run in the child: ``-c PROGRAM MODULE QUALNAME EXAMPLES``; the result as the last
-    line of stdout (anything the package prints goes to stderr)."""
-    import contextlib
-    import json
-    import resource
-    import sys
-
-    limit = 2 * 1024**3  # a drawn argument must not take the machine's memory
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    with contextlib.redirect_stdout(sys.stderr):
-        result = _draw_and_call(sys.argv[1], sys.argv[2], int(sys.argv[3]))
-    print(json.dumps(result, default=str))
-
-
-def _draw_and_call(module: str, qualname: str, examples: int) -> dict[str, Any]:
-    """Draw ``examples`` argument sets as ``st.builds(function)`` would, then call the
-    function with each (an iterator result consumed up to 100 items, lazy code being common).
-
-    A stand-in with the function's signature and annotations records the draws, so drawing
-    and calling are told apart. Self-contained: it runs from its source in a child.
-    """
-    import functools
-    import importlib
-    import inspect
-    from collections import Counter
-    from collections.abc import Iterator
-    from itertools import islice
-
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import strategies as st
-
-    out: dict[str, Any] = {"strategy_ok": False, "draws": 0, "calls_ok": 0, "returned": 0}
-    try:
-        target: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-        parameters = list(inspect.signature(target).parameters.values())
-    except Exception as exc:
-        error = f"cannot resolve {module}.{qualname}: {type(exc).__name__}: {exc}"
-        return out | {"error": error[:300]}
-
-    def record(*args: Any, **kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        return args, kwargs
-
-    drawn: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-
-    @settings(
-        max_examples=examples,
-        database=None,
-        derandomize=True,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate],
-    )
-    @given(st.builds(functools.update_wrapper(record, target)))
-    def collect(arguments: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
-        drawn.append(arguments)
-
-    try:
-        collect()
-    except Exception as exc:
-        return out | {"error": f"cannot draw: {type(exc).__name__}: {exc}"[:300]}
-    raised: Counter[str] = Counter()
-    for args, kwargs in drawn:
-        try:
-            result = target(*args, **kwargs)
-            if isinstance(result, Iterator):
-                list(islice(result, 100))
-            out["returned"] += 1
-        except Exception as exc:
-            raised[type(exc).__name__] += 1
-            if isinstance(exc, TypeError | AttributeError):
-                continue
-        out["calls_ok"] += 1
-    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    required = [p.name for p in parameters if p.default is p.empty and p.kind not in variadic]
-    unfilled = [name for name in required if not any(name in kw for _, kw in drawn)]
-    return out | {
-        "strategy_ok": bool(drawn),
-        "draws": len(drawn),
-        "raised": dict(raised),
-        "unfilled": unfilled,
-        "error": None,
-    }

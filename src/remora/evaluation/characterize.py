@@ -256,7 +256,8 @@ def evaluate_sample_data(ctx: EvalContext) -> OperationReport:
     steps = Steps(ctx.progress, total=3 * len(chosen))
     ctx.progress.expect(steps.total)
     details: dict[str, dict[str, Any]] = {ref.target: {} for ref in chosen}
-    scores = [_builds_row(ctx, chosen, details)]
+    notes = [_selection_note(ctx, chosen, candidates)]
+    scores = [_builds_row(ctx, chosen, details, notes)]
     figures: list[RemoraFigures] = []
     for variant in variants(SAMPLE_DATA):
         project = ctx.scratch(variant.directory)
@@ -275,7 +276,7 @@ def evaluate_sample_data(ctx: EvalContext) -> OperationReport:
         columns=SAMPLE_DATA_COLUMNS,
         scores=scores,
         remora=figures,
-        notes=[_selection_note(ctx, chosen, candidates)],
+        notes=notes,
         details={"functions": details},
         wall_s=time.perf_counter() - started,
     )
@@ -308,9 +309,13 @@ def _ghostwriter_row(
 
 
 def _builds_row(
-    ctx: EvalContext, chosen: list[FunctionRef], details: dict[str, dict[str, Any]]
+    ctx: EvalContext,
+    chosen: list[FunctionRef],
+    details: dict[str, dict[str, Any]],
+    notes: list[str],
 ) -> Score:
-    """The ``st.builds`` row, a progress step a function, on a copy of its own."""
+    """The ``st.builds`` row, a progress step a function, on a copy of its own; a function
+    that could not be drawn for is noted with why (it counts as having no fixture)."""
     baseline = ctx.scratch("sample-data-st-builds")
     usable: list[int] = []
     draw_s = 0.0
@@ -320,6 +325,8 @@ def _builds_row(
         details[ref.target][BUILDS] = drawn.model_dump() | {"ok": drawn.ok}
         usable.append(drawn.calls_ok)
         draw_s += drawn.wall_s
+        if drawn.error and not missing_hypothesis():
+            notes.append(f"{BUILDS}: {ref.target} has no fixture ({drawn.error})")
         ctx.progress.done()
     missing = missing_hypothesis()
     values = {} if missing else _fixture_values(usable)
