@@ -46,7 +46,9 @@ Checker codes (stable; reported as ``path:line: CODE message``):
 - PYM011 the script does not end with an expression (it has no result)
 - PYM012 a name declared twice (inputs, capabilities)
 - PYM013 syntax the sandbox cannot run (yield, del, class inheritance, except*, import *)
-- PYM014 forbidden builtin or dunder access (eval, exec, open, getattr, ``__class__``, ...)
+- PYM014 forbidden builtin or dunder access (eval, exec, open, getattr, ``__class__``, ...);
+  any reference to a forbidden name is refused, not only a call, so ``e = eval`` or
+  ``[open][0]`` cannot alias one past the checker
 - PYM015 a capability called without an ``@external`` stub
 - PYM016 a system input declared with the wrong type
 - PYM017 ``@external`` on something other than a plain top-level ``def``
@@ -96,7 +98,7 @@ ALLOWED_IMPORTS: Final = frozenset({"typing", "__future__", "json", "re", "math"
 """Modules a script may import besides the declaration module; all run inside Monty."""
 
 
-FORBIDDEN_CALLS: Final = frozenset(
+FORBIDDEN_NAMES: Final = frozenset(
     {
         "eval",
         "exec",
@@ -116,6 +118,7 @@ FORBIDDEN_CALLS: Final = frozenset(
         "help",
     }
 )
+"""Builtins a script may not name at all (PYM014): a bare reference could be aliased and called."""
 
 _SCALARS: Final[Mapping[str, str]] = {
     "str": "string",
@@ -528,14 +531,14 @@ class _Parser:
         ):
             line = min(dec.lineno for dec in node.decorator_list)
             self.report("PYM017", line, "@external stubs belong at the top level of the script")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id in FORBIDDEN_CALLS:
-                self.report(
-                    "PYM014",
-                    line,
-                    f"'{node.func.id}' is not allowed in a tool script; "
-                    "reach files and the host through @external capabilities",
-                )
+        elif isinstance(node, ast.Name) and node.id in FORBIDDEN_NAMES:
+            # Any reference, not only a call: 'e = eval' or '[open][0]' would alias it.
+            self.report(
+                "PYM014",
+                line,
+                f"'{node.id}' is not allowed in a tool script, not even as a name to pass "
+                "around or rebind; reach files and the host through @external capabilities",
+            )
         elif isinstance(node, ast.Attribute) and _is_dunder(node.attr):
             self.report("PYM014", line, f"dunder attribute '{node.attr}' is not allowed")
         elif isinstance(node, ast.Name) and _is_dunder(node.id):
