@@ -56,7 +56,8 @@ class DiscoveryProblem(BaseModel):
 
     Codes: DISC_101 syntax error (nodes outside the error region kept), DISC_102
     non-UTF-8 file, DISC_103 binary file, DISC_104 file over the size limit,
-    DISC_105 unreadable file or directory, DISC_106 symlink loop.
+    DISC_105 unreadable file or directory, DISC_106 symlink loop, DISC_107 a file name that
+    is not valid UTF-8.
     """
 
     model_config = ConfigDict(frozen=True)

@@ -150,6 +150,13 @@ def _walk(
         return
     for entry in entries:
         path = Path(entry.path)
+        if not _utf8(entry.name):
+            problems.append(
+                _problem(
+                    "DISC_107", path, root, "the name is not valid UTF-8; skipped (rename it)"
+                )
+            )
+            continue
         is_link = entry.is_symlink()
         if is_link and not options.follow_symlinks:
             continue
@@ -166,7 +173,7 @@ def _walk(
                 problems.append(_problem("DISC_105", path, root, f"cannot stat: {exc}"))
             continue
         if stat.S_ISDIR(mode):
-            if rules.ignored(path, is_dir=True) or (path / "pyvenv.cfg").exists():
+            if rules.ignored(path, is_dir=True) or _is_virtualenv(path):
                 continue
             yield from _walk(path, rules, options, problems, seen, root, ancestry)
         elif stat.S_ISREG(mode) and entry.name.endswith((".py", ".pyi")):
@@ -178,6 +185,24 @@ def _walk(
                 yield path
 
 
+def _utf8(name: str) -> bool:
+    """Whether a name the OS decoded with surrogate escapes is valid UTF-8 text (node ids,
+    ignore rules, manifests and the terminal all need text)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_virtualenv(directory: Path) -> bool:
+    """A directory holding ``pyvenv.cfg``; an unreadable one is not (the walk reports it)."""
+    try:
+        return (directory / "pyvenv.cfg").exists()
+    except OSError:
+        return False
+
+
 def relative_to_root(path: Path, root: Path) -> str:
     try:
         return path.relative_to(root).as_posix()
@@ -186,4 +211,6 @@ def relative_to_root(path: Path, root: Path) -> str:
 
 
 def _problem(code: str, path: Path, root: Path, message: str) -> DiscoveryProblem:
-    return DiscoveryProblem(code=code, path=relative_to_root(path, root), message=message)
+    """A problem whose path is printable text (undecodable bytes shown as U+FFFD)."""
+    relative = relative_to_root(path, root).encode("utf-8", "surrogateescape")
+    return DiscoveryProblem(code=code, path=relative.decode("utf-8", "replace"), message=message)
