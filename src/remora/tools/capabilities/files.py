@@ -4,15 +4,22 @@ Everything goes through the job's FileStore, never the real filesystem, so write
 the workspace until review. ``node_source`` re-locates the job's node by qualname in the
 *current* content, so it keeps working after earlier writes moved or changed the node.
 
-Codes: TOOL_101..TOOL_103 (see ``_store_io``), TOOL_104 empty search pattern or an unusable
-argument value (see ``_values``), TOOL_105 no definition with that qualname, TOOL_107 a line
-range that is empty or outside the file (``read_lines``).
+``search_content`` runs patterns on RE2, a linear-time engine: a pattern such as ``(a+)+$``
+cannot backtrack for minutes while holding the GIL. The input is bounded too: each line is
+searched up to ``MAX_SEARCH_LINE_CHARS`` and one call reads at most ``MAX_SEARCH_BYTES``.
+
+Codes: TOOL_101..TOOL_103 (see ``_store_io``), TOOL_104 empty or too long search pattern, a
+regular expression RE2 cannot run (backreferences, lookaround) or an unusable argument value
+(see ``_values``), TOOL_105 no definition with that qualname, TOOL_107 a line range that is
+empty or outside the file (``read_lines``).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+import re2
 
 from remora.discovery.outline import number_lines
 from remora.discovery.parser import load_query_pack, parse_source
@@ -38,6 +45,13 @@ MAX_READ_LINES = 200
 MAX_LINE_CHARS = 500
 """Characters of one line ``read_lines`` returns; longer lines are cut and marked."""
 _LINE_PREVIEW = 200
+MAX_PATTERN_CHARS = 1000
+"""Longest search pattern accepted; RE2 compiles in time and memory that grow with it."""
+MAX_SEARCH_LINE_CHARS = 10_000
+"""Characters of one line that ``search_content`` looks at; the rest of a longer line is not."""
+MAX_SEARCH_BYTES = 32 * 1024 * 1024
+"""Bytes one ``search_content`` call reads in all; it stops (``truncated``) past them."""
+_RE2_MAX_MEM = 64 * 1024 * 1024
 
 
 @capability
@@ -150,12 +164,14 @@ def search_content(
     """
     if not isinstance(pattern, str) or not pattern:
         raise ToolError("TOOL_104", "the search pattern is empty", "give a word or expression")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolError(
+            "TOOL_104",
+            f"the search pattern is {len(pattern)} characters long",
+            f"give a pattern of at most {MAX_PATTERN_CHARS} characters",
+        )
     relative = checked_path(ctx, path, allow_root=True)
-    mode = "regex" if regex else "literal"
-    try:
-        compiled = re.compile(pattern if regex else re.escape(pattern))
-    except re.error:
-        compiled, mode = re.compile(re.escape(pattern)), "literal (not a valid regex)"
+    compiled, mode = _compile_pattern(pattern, regex)
     limit = max(1, min(as_int(max_results, "max_results"), MAX_SEARCH_RESULTS))
     if is_dir(ctx, relative):
         paths = walk_files(ctx, relative)
@@ -165,14 +181,27 @@ def search_content(
         raise not_found(ctx, relative, "path")
     matches: list[dict[str, Any]] = []
     searched = 0
+    budget = MAX_SEARCH_BYTES
     truncated = False
+    clipped = 0
     for file_path in paths:
         try:
-            text = decode_text(file_path, ctx.store.read(file_path))
-        except (ToolError, FileNotFoundError, IsADirectoryError):
+            data = ctx.store.read(file_path)
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        if len(data) > budget:
+            truncated = True
+            break
+        budget -= len(data)
+        try:
+            text = decode_text(file_path, data)
+        except ToolError:
             continue
         searched += 1
         for number, line in enumerate(text.splitlines(), start=1):
+            if len(line) > MAX_SEARCH_LINE_CHARS:
+                line = line[:MAX_SEARCH_LINE_CHARS]
+                clipped += 1
             if compiled.search(line):
                 if len(matches) == limit:
                     truncated = True
@@ -180,13 +209,50 @@ def search_content(
                 matches.append({"path": file_path, "line": number, "text": line[:_LINE_PREVIEW]})
         if truncated:
             break
-    return {
+    result: dict[str, Any] = {
         "pattern": pattern,
         "mode": mode,
         "matches": matches,
         "files_searched": searched,
         "truncated": truncated,
     }
+    if clipped:
+        result["note"] = (
+            f"{clipped} lines longer than {MAX_SEARCH_LINE_CHARS} characters were searched"
+            " only up to that length"
+        )
+    return result
+
+
+def _compile_pattern(pattern: str, regex: bool) -> tuple[Any, str]:
+    """(RE2 pattern, mode): RE2 because it runs in linear time, whatever the pattern.
+
+    A pattern Python's ``re`` rejects is searched literally, as before; one Python accepts
+    but RE2 cannot run (backreferences, lookaround) is a TOOL_104 the caller can fix.
+    """
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = _RE2_MAX_MEM
+    mode = "regex"
+    if regex:
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError):
+            regex, mode = False, "literal (not a valid regex)"
+    else:
+        mode = "literal"
+    try:
+        return re2.compile(pattern if regex else re2.escape(pattern), options), mode
+    except re2.error as exc:
+        raw = exc.args[0] if exc.args else exc
+        reason = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        raise ToolError(
+            "TOOL_104",
+            f"the regular expression {pattern!r} cannot be searched: {reason}",
+            "backreferences (\\1) and lookaround ((?=...), (?!...), (?<=...)) are not"
+            " supported; rewrite the pattern without them, or pass regex=False to search"
+            " for the text literally",
+        ) from None
 
 
 @capability
