@@ -22,7 +22,8 @@ its ``functiongemma`` tool parser and template returns native calls for any choi
 
 Error codes (stable): MODEL_030 the server cannot be reached; MODEL_031 the model is not
 served; MODEL_032 the server kept failing (5xx, timeouts); MODEL_033 the server rejected
-the request (bad request, authentication).
+the request (bad request, authentication); MODEL_034 the server's reply is not a chat
+completion (invalid JSON, a web page, missing fields): the server's fault, not the model's.
 """
 
 from __future__ import annotations
@@ -86,7 +87,12 @@ class OpenAIBackend:
                 completion = await self._with_retries(payload)
             else:
                 raise _rejected(exc, self.base_url) from None
-        response = _response(completion)
+        except (ValueError, openai.APIResponseValidationError) as exc:
+            raise _garbled(self.base_url, exc) from None
+        try:
+            response = _response(completion)
+        except (AttributeError, TypeError, ValueError, IndexError) as exc:
+            raise _garbled(self.base_url, exc) from None
         response.latency_s = time.perf_counter() - started
         return response
 
@@ -249,8 +255,20 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def _garbled(base_url: str, exc: Exception) -> ModelError:
+    what = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return ModelError(
+        "MODEL_034",
+        f"the model server at {base_url} sent a reply that is not a chat completion ({what})",
+        "check that model.base_url is an OpenAI-compatible endpoint (it usually ends in /v1), "
+        "not a web page or a proxy's error page",
+    )
+
+
 def _response(completion: Any) -> ModelResponse:
-    choice = completion.choices[0] if completion.choices else None
+    if not completion.choices:
+        raise ValueError("no choices in the reply")
+    choice = completion.choices[0]
     message = choice.message if choice is not None else None
     content = (message.content if message is not None else None) or ""
     calls: list[ToolCall] = []
