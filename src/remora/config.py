@@ -10,12 +10,13 @@ can explain the effective value.
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -189,9 +190,22 @@ class LoadedConfig:
 
 
 def find_config_file(start: Path) -> Path | None:
-    """The nearest ``remora.yaml``/``remora.yml`` or pyproject with ``[tool.remora]``."""
-    start = start.resolve()
-    directory = start if start.is_dir() else start.parent
+    """The nearest ``remora.yaml``/``remora.yml`` or pyproject with ``[tool.remora]``.
+
+    A target that cannot be resolved (a symlink loop) is a CONFIG_001 error rather than a
+    traceback; a ``pyproject.toml`` on the way up that does not parse is a CONFIG_002 error,
+    since it may hold the ``[tool.remora]`` table the user meant to apply.
+    """
+    try:
+        start = start.resolve()
+        directory = start if start.is_dir() else start.parent
+    except (OSError, RuntimeError) as exc:  # RuntimeError: "Symlink loop" (Python < 3.13)
+        raise ConfigError(
+            "CONFIG_001",
+            f"cannot search for a config file from {os.path.abspath(start)}: "
+            f"{_resolve_reason(exc)}",
+            "fix or remove the link, or name the config file with --config",
+        ) from None
     for candidate in (directory, *directory.parents):
         for name in CONFIG_FILENAMES:
             path = candidate / name
@@ -203,11 +217,37 @@ def find_config_file(start: Path) -> Path | None:
     return None
 
 
+def _resolve_reason(exc: BaseException) -> str:
+    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+        return "symbolic link loop"
+    return getattr(exc, "strerror", None) or str(exc)
+
+
 def _pyproject_has_remora(path: Path) -> bool:
+    """Whether ``path`` holds ``[tool.remora]``; a file that does not parse is an error."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            "CONFIG_002",
+            f"{path} is not valid UTF-8 TOML: {exc.reason} at byte {exc.start}",
+            "fix the file's encoding; Remora reads [tool.remora] from it",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            "CONFIG_001",
+            f"cannot read {path}: {exc.strerror or exc}",
+            "check its permissions, or name the config file with --config",
+        ) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            "CONFIG_002",
+            f"{path} is not valid TOML: {exc}",
+            "fix the TOML syntax; Remora reads [tool.remora] from it, or name another "
+            "config file with --config",
+        ) from None
     return isinstance(data.get("tool"), dict) and "remora" in data["tool"]
 
 
@@ -232,7 +272,18 @@ def read_config_file(path: Path) -> dict[str, Any]:
             ) from None
     else:
         try:
-            data = yaml.safe_load(text)
+            data = _safe_load(text)
+        except _YamlBomb as exc:
+            raise ConfigError(
+                "CONFIG_002",
+                f"{path} is refused: {exc}",
+                f"anchors and aliases may repeat at most {YAML_ALIAS_EXPANSION_LIMIT} values "
+                "and may not refer to themselves; write the values out",
+            ) from None
+        except RecursionError:
+            raise ConfigError(
+                "CONFIG_002", f"{path} is nested too deeply to read", "flatten the YAML"
+            ) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -248,6 +299,69 @@ def read_config_file(path: Path) -> dict[str, Any]:
             "start the file with a section such as 'runner:'",
         )
     return _anchor_paths(data, path.parent.resolve())
+
+
+YAML_ALIAS_EXPANSION_LIMIT: Final = 10_000
+"""Values YAML aliases may add beyond those written out: bounds a "billion laughs" file,
+which costs nothing to parse but explodes when merged, validated and printed."""
+
+
+class _YamlBomb(yaml.YAMLError):
+    """Aliases that expand past :data:`YAML_ALIAS_EXPANSION_LIMIT` or refer to themselves."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``SafeLoader`` that checks each composed document's alias expansion before building it."""
+
+    def compose_document(self) -> yaml.Node | None:
+        node: yaml.Node | None = super().compose_document()
+        if node is not None:
+            _check_expansion(node)
+        return node
+
+
+def _safe_load(text: str) -> Any:
+    """``yaml.safe_load`` with the alias expansion bound."""
+    return yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass: safe
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [item for pair in node.value for item in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Raise :class:`_YamlBomb` if aliases cycle or would add too many values when expanded.
+
+    Composed nodes are shared by every alias to them, so the graph is as small as the text;
+    its expanded size is counted bottom-up once per distinct node (iteratively: no recursion).
+    """
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        if finished:
+            on_path.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            continue
+        if key in sizes:
+            continue
+        on_path.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                mark = child.start_mark
+                raise _YamlBomb(f"an alias at line {mark.line + 1} refers to itself")
+            if id(child) not in sizes:
+                stack.append((child, False))
+    added = sizes[id(root)] - len(sizes)
+    if added > YAML_ALIAS_EXPANSION_LIMIT:
+        raise _YamlBomb(f"its aliases expand to {added} more values than are written out")
 
 
 _PATH_KEYS = (("model", "path"), ("events", "path"))
@@ -276,8 +390,8 @@ def _anchor_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
 def parse_scalar(text: str) -> Any:
     """Interpret a flag or environment value the way YAML would (``4``, ``true``, ``[a, b]``)."""
     try:
-        return yaml.safe_load(text) if text.strip() else text
-    except yaml.YAMLError:
+        return _safe_load(text) if text.strip() else text
+    except (yaml.YAMLError, RecursionError):
         return text
 
 
