@@ -51,6 +51,7 @@ def discover(
         respect_gitignore=config.respect_gitignore,
         ignore=tuple(config.ignore),
         follow_symlinks=config.follow_symlinks,
+        max_file_bytes=config.max_file_bytes,
     )
     result = DiscoveryResult(root=root)
     for path in iter_python_files(paths, root, options, result.problems):

@@ -48,13 +48,67 @@ def find_project_root(target: Path) -> Path:
     return start
 
 
-def _gitignore_spec(directory: Path) -> pathspec.PathSpec[Any] | None:
+GITIGNORE_MAX_BYTES = 1_000_000
+"""Largest ``.gitignore`` read (the default ``discovery.max_file_bytes``); ``WalkOptions`` can
+raise it. Reading stops there, so a link to ``/dev/zero`` cannot exhaust memory."""
+
+
+def _gitignore_spec(
+    directory: Path, limit: int, problems: list[DiscoveryProblem], root: Path
+) -> pathspec.PathSpec[Any] | None:
+    """The rules of ``directory/.gitignore``; one that is no regular file or too large is a
+    problem (DISC_105, DISC_104) and ignored, since a FIFO would block the walk forever."""
     path = directory / ".gitignore"
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        data = _read_bounded(path, limit)
+    except FileNotFoundError:
         return None
+    except _Unusable as exc:
+        problems.append(_problem(exc.code, path, root, f"{exc}; its rules are not applied"))
+        return None
+    except OSError as exc:
+        problems.append(
+            _problem(
+                "DISC_105", path, root, f"cannot read: {exc.strerror}; its rules are not applied"
+            )
+        )
+        return None
+    lines = data.decode("utf-8", errors="replace").splitlines()
     return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+class _Unusable(Exception):
+    """A file discovery must not read: ``code`` says why (DISC_104 size, DISC_105 type)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """A regular file's bytes (symlinks followed), never loading more than ``limit``.
+
+    The type is checked before opening (opening a FIFO blocks) and on the open descriptor.
+    """
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise _Unusable("DISC_105", "not a regular file (a FIFO, device or directory)")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Unusable("DISC_105", "not a regular file (a FIFO, device or directory)")
+        data = b""
+        if info.st_size <= limit:
+            with os.fdopen(os.dup(fd), "rb") as stream:
+                data = stream.read(limit + 1)
+    finally:
+        os.close(fd)
+    if info.st_size > limit or len(data) > limit:
+        raise _Unusable(
+            "DISC_104",
+            f"larger than {limit} bytes (raise discovery.max_file_bytes to read it)",
+        )
+    return data
 
 
 @dataclass
@@ -73,10 +127,12 @@ class _Rules:
                 return True
         return False
 
-    def with_directory(self, directory: Path, respect_gitignore: bool) -> _Rules:
-        if not respect_gitignore:
+    def with_directory(
+        self, directory: Path, options: WalkOptions, problems: list[DiscoveryProblem], root: Path
+    ) -> _Rules:
+        if not options.respect_gitignore:
             return self
-        spec = _gitignore_spec(directory)
+        spec = _gitignore_spec(directory, options.max_file_bytes, problems, root)
         return _Rules([*self.specs, (directory, spec)]) if spec else self
 
 
@@ -85,6 +141,8 @@ class WalkOptions:
     respect_gitignore: bool = True
     ignore: tuple[str, ...] = ()
     follow_symlinks: bool = False
+    max_file_bytes: int = GITIGNORE_MAX_BYTES
+    """Largest ignore file read; discovery passes ``discovery.max_file_bytes``."""
 
 
 def iter_python_files(
@@ -119,7 +177,7 @@ def iter_python_files(
         if inside:
             for directory in reversed(resolved.parents):
                 if directory == root or root in directory.parents:
-                    rules = rules.with_directory(directory, options.respect_gitignore)
+                    rules = rules.with_directory(directory, options, problems, root)
         yield from _walk(resolved, rules, options, problems, seen, root, ancestry=frozenset())
 
 
@@ -142,7 +200,7 @@ def _walk(
         problems.append(_problem("DISC_106", directory, root, "symbolic link loop; not followed"))
         return
     ancestry = ancestry | {key}
-    rules = rules.with_directory(directory, options.respect_gitignore)
+    rules = rules.with_directory(directory, options, problems, root)
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
     except OSError as exc:
@@ -152,9 +210,7 @@ def _walk(
         path = Path(entry.path)
         if not _utf8(entry.name):
             problems.append(
-                _problem(
-                    "DISC_107", path, root, "the name is not valid UTF-8; skipped (rename it)"
-                )
+                _problem("DISC_107", path, root, "the name is not valid UTF-8; skipped (rename it)")
             )
             continue
         is_link = entry.is_symlink()

@@ -6,8 +6,13 @@ place: paths are normalised with :func:`normalize_path` (WS_001 for absolute or
 ``..``-escaping paths) and resolved with :func:`resolve_inside` (WS_001 for symlinks that
 leave the root) before the store sees them.
 
+Reads go through :func:`store_read`: the overlay refuses FIFOs, devices and sockets (a read
+could block forever or never end) and files over its read limit, and this turns that into a
+coded error naming the file.
+
 Codes: TOOL_101 file or directory not found (the message names nearby entries), TOOL_102
-file is not UTF-8 text, TOOL_103 a directory where a file was expected or the reverse.
+file is not UTF-8 text, TOOL_103 a directory where a file was expected or the reverse, or a
+FIFO, device or socket where a regular file was expected, TOOL_108 a file over the read limit.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 from remora.errors import ToolError, WorkspaceError
 from remora.tools.capabilities._registry import CapabilityContext
 from remora.workspace.base import normalize_path, resolve_inside
+from remora.workspace.overlay import FileTooLargeError, NotRegularFileError
 
 DIFF_LIMIT = 4000
 _SHOWN_ENTRIES = 12
@@ -76,11 +82,29 @@ def not_found(ctx: CapabilityContext, relative: str, what: str = "file") -> Tool
     return ToolError("TOOL_101", f"{what} '{relative}' does not exist", hint)
 
 
+def store_read(ctx: CapabilityContext, relative: str) -> bytes:
+    """``relative``'s content; TOOL_103/TOOL_108 when it is no regular file or too large."""
+    try:
+        return ctx.store.read(relative)
+    except NotRegularFileError as exc:
+        raise ToolError(
+            "TOOL_103",
+            f"'{relative}' is {exc.strerror}; it cannot be read",
+            "only regular files can be read; leave this one alone",
+        ) from None
+    except FileTooLargeError as exc:
+        raise ToolError(
+            "TOOL_108",
+            f"'{relative}' is too large to read ({exc.strerror})",
+            "work on smaller files; this one cannot be loaded by a tool",
+        ) from None
+
+
 def read_bytes(ctx: CapabilityContext, path: str) -> tuple[str, bytes]:
     """(normalised path, content) of an existing file."""
     relative = checked_path(ctx, path)
     try:
-        return relative, ctx.store.read(relative)
+        return relative, store_read(ctx, relative)
     except FileNotFoundError:
         if not is_dir(ctx, relative):
             raise not_found(ctx, relative) from None

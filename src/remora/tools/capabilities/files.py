@@ -11,7 +11,7 @@ searched up to ``MAX_SEARCH_LINE_CHARS`` and one call reads at most ``MAX_SEARCH
 Codes: TOOL_101..TOOL_103 (see ``_store_io``), TOOL_104 empty or too long search pattern, a
 regular expression RE2 cannot run (backreferences, lookaround) or an unusable argument value
 (see ``_values``), TOOL_105 no definition with that qualname, TOOL_107 a line range that is
-empty or outside the file (``read_lines``).
+empty or outside the file (``read_lines``), TOOL_108 a file too large to read (``_store_io``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from remora.tools.capabilities._store_io import (
     not_found,
     read_bytes,
     read_text,
+    store_read,
     walk_files,
     write_text,
 )
@@ -52,6 +53,7 @@ MAX_SEARCH_LINE_CHARS = 10_000
 MAX_SEARCH_BYTES = 32 * 1024 * 1024
 """Bytes one ``search_content`` call reads in all; it stops (``truncated``) past them."""
 _RE2_MAX_MEM = 64 * 1024 * 1024
+_SHOWN_SKIPPED = 20
 
 
 @capability
@@ -160,7 +162,9 @@ def search_content(
     """Find lines matching ``pattern`` in one file or every text file under a directory.
 
     ``pattern`` is a regular expression unless ``regex`` is false; one that does not compile
-    is searched literally and the result says so. Hidden directories and caches are skipped.
+    is searched literally and the result says so. Hidden directories and caches are skipped,
+    and so are FIFOs, devices and over-large files (listed in ``skipped``; an error when such
+    a file is the ``path`` searched).
     """
     if not isinstance(pattern, str) or not pattern:
         raise ToolError("TOOL_104", "the search pattern is empty", "give a word or expression")
@@ -173,21 +177,28 @@ def search_content(
     relative = checked_path(ctx, path, allow_root=True)
     compiled, mode = _compile_pattern(pattern, regex)
     limit = max(1, min(as_int(max_results, "max_results"), MAX_SEARCH_RESULTS))
-    if is_dir(ctx, relative):
+    directory = is_dir(ctx, relative)
+    if directory:
         paths = walk_files(ctx, relative)
     elif ctx.store.exists(relative):
         paths = [relative]
     else:
         raise not_found(ctx, relative, "path")
     matches: list[dict[str, Any]] = []
+    skipped: list[str] = []
     searched = 0
     budget = MAX_SEARCH_BYTES
     truncated = False
     clipped = 0
     for file_path in paths:
         try:
-            data = ctx.store.read(file_path)
+            data = store_read(ctx, file_path)
         except (FileNotFoundError, IsADirectoryError):
+            continue
+        except ToolError as exc:
+            if not directory:
+                raise
+            skipped.append(exc.message)
             continue
         if len(data) > budget:
             truncated = True
@@ -216,6 +227,8 @@ def search_content(
         "files_searched": searched,
         "truncated": truncated,
     }
+    if skipped:
+        result["skipped"] = skipped[:_SHOWN_SKIPPED]
     if clipped:
         result["note"] = (
             f"{clipped} lines longer than {MAX_SEARCH_LINE_CHARS} characters were searched"
