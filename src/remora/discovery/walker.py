@@ -13,6 +13,7 @@ import pathspec
 
 from remora.discovery.models import DiscoveryProblem
 from remora.errors import DiscoveryError
+from remora.regular_files import FileTooLargeError, NotRegularFileError, read_regular_file
 
 # Besides these names, any directory holding a pyvenv.cfg (a virtual environment,
 # whatever it is called) is skipped; a package merely named "venv" is not.
@@ -60,11 +61,34 @@ def _gitignore_spec(
     problem (DISC_105, DISC_104) and ignored, since a FIFO would block the walk forever."""
     path = directory / ".gitignore"
     try:
-        data = _read_bounded(path, limit)
+        data = read_regular_file(path, limit)
     except FileNotFoundError:
         return None
-    except _Unusable as exc:
-        problems.append(_problem(exc.code, path, root, f"{exc}; its rules are not applied"))
+    except FileTooLargeError as exc:
+        problems.append(
+            _problem(
+                "DISC_104",
+                path,
+                root,
+                f"{exc.strerror} (raise discovery.max_file_bytes to read it); "
+                "its rules are not applied",
+            )
+        )
+        return None
+    except NotRegularFileError as exc:
+        problems.append(
+            _problem("DISC_105", path, root, f"{exc.strerror}; its rules are not applied")
+        )
+        return None
+    except IsADirectoryError:
+        problems.append(
+            _problem(
+                "DISC_105",
+                path,
+                root,
+                "not a regular file but a directory; its rules are not applied",
+            )
+        )
         return None
     except OSError as exc:
         problems.append(
@@ -75,40 +99,6 @@ def _gitignore_spec(
         return None
     lines = data.decode("utf-8", errors="replace").splitlines()
     return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
-class _Unusable(Exception):
-    """A file discovery must not read: ``code`` says why (DISC_104 size, DISC_105 type)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _read_bounded(path: Path, limit: int) -> bytes:
-    """A regular file's bytes (symlinks followed), never loading more than ``limit``.
-
-    The type is checked before opening (opening a FIFO blocks) and on the open descriptor.
-    """
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise _Unusable("DISC_105", "not a regular file (a FIFO, device or directory)")
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _Unusable("DISC_105", "not a regular file (a FIFO, device or directory)")
-        data = b""
-        if info.st_size <= limit:
-            with os.fdopen(os.dup(fd), "rb") as stream:
-                data = stream.read(limit + 1)
-    finally:
-        os.close(fd)
-    if info.st_size > limit or len(data) > limit:
-        raise _Unusable(
-            "DISC_104",
-            f"larger than {limit} bytes (raise discovery.max_file_bytes to read it)",
-        )
-    return data
 
 
 @dataclass

@@ -9,20 +9,17 @@ One database per workspace keeps concurrent workspaces independent; WAL mode wit
 busy timeout lets several processes open the same workspace, and a lock per instance
 lets threads share one.
 
-Project files are read with :func:`read_regular_file`: a FIFO would block the read forever
-and ``/dev/zero`` would never end, so anything but a regular file is refused
-(:class:`NotRegularFileError`), and no read loads more than ``MAX_READ_BYTES``
-(:class:`FileTooLargeError`).
+Project files are read with :func:`remora.regular_files.read_regular_file`: a FIFO would
+block the read forever and ``/dev/zero`` would never end, so anything but a regular file is
+refused, and no read loads more than ``MAX_READ_BYTES``.
 """
 
 from __future__ import annotations
 
 import difflib
-import errno
 import os
 import posixpath
 import sqlite3
-import stat
 import threading
 import time
 from collections import OrderedDict
@@ -33,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 
 from remora.errors import WorkspaceError
+from remora.regular_files import FileTooLargeError, NotRegularFileError, read_regular_file
 from remora.workspace.base import normalize_path, resolve_inside
 from remora.workspace.durable import sha256_bytes
 from remora.workspace.materialize import materialize_view
@@ -43,7 +41,6 @@ _SEEN_LIMIT = 256
 MAX_READ_BYTES = 64 * 1024 * 1024
 """Most bytes one read of a project file loads: the default of ``tools.max_file_mb``, the
 largest file project code may write. A bigger file is refused, never loaded in part."""
-_READ_CHUNK = 1024 * 1024
 _SCHEMA = """
 CREATE TABLE workspace (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -92,65 +89,6 @@ class Backup:
     path: str
     data: bytes | None
     applied_sha256: str | None
-
-
-class NotRegularFileError(OSError):
-    """A project path that is a FIFO, device or socket: reading it could block or never end."""
-
-
-class FileTooLargeError(OSError):
-    """A project file over the read limit: reading it would load all of it into memory."""
-
-
-def read_regular_file(path: Path, limit: int | None = None, name: str | None = None) -> bytes:
-    """The bytes of the regular file at ``path`` (symlinks followed), loading at most ``limit``
-    (default ``MAX_READ_BYTES``).
-
-    The type is checked before opening (opening a FIFO blocks, opening a device can act) and
-    again on the open descriptor, so a file swapped in between cannot slip through. Errors
-    name ``name`` (default: the path).
-    """
-    shown = name if name is not None else str(path)
-    limit = MAX_READ_BYTES if limit is None else limit
-    _check_regular(os.stat(path).st_mode, shown)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        info = os.fstat(fd)
-        _check_regular(info.st_mode, shown)
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        if info.st_size <= limit:
-            while remaining > 0:
-                chunk = os.read(fd, min(remaining, _READ_CHUNK))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                remaining -= len(chunk)
-    finally:
-        os.close(fd)
-    if info.st_size > limit or remaining <= 0:
-        raise FileTooLargeError(errno.EFBIG, f"larger than {limit} bytes", shown)
-    return b"".join(chunks)
-
-
-def _check_regular(mode: int, shown: str) -> None:
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, "is a directory", shown)
-    if not stat.S_ISREG(mode):
-        raise NotRegularFileError(errno.EINVAL, f"not a regular file but {file_kind(mode)}", shown)
-
-
-def file_kind(mode: int) -> str:
-    """What a non-regular file is, in words (for error messages)."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "a special file"
 
 
 def _connect(path: Path, synchronous: str = "NORMAL") -> sqlite3.Connection:
@@ -301,7 +239,7 @@ class OverlayWorkspace:
                 return bytes(found[1])
             if self._has_children(rel):
                 raise IsADirectoryError(21, "is a directory", rel)
-            data = read_regular_file(resolve_inside(self._root, rel), name=rel)
+            data = read_regular_file(resolve_inside(self._root, rel), MAX_READ_BYTES, name=rel)
             self._seen[rel] = data
             self._seen.move_to_end(rel)
             while len(self._seen) > _SEEN_LIMIT:
@@ -632,7 +570,7 @@ class OverlayWorkspace:
         if rel in self._seen:
             return self._seen.pop(rel)
         try:
-            return read_regular_file(resolve_inside(self._root, rel), name=rel)
+            return read_regular_file(resolve_inside(self._root, rel), MAX_READ_BYTES, name=rel)
         except FileNotFoundError:
             return None
         except (IsADirectoryError, NotADirectoryError):

@@ -25,9 +25,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 
 from remora.errors import ToolError, WorkspaceError
+from remora.regular_files import FileTooLargeError, NotRegularFileError
 from remora.tools.capabilities._registry import CapabilityContext
 from remora.workspace.base import normalize_path, resolve_inside
-from remora.workspace.overlay import FileTooLargeError, NotRegularFileError
 
 DIFF_LIMIT = 4000
 _SHOWN_ENTRIES = 12
