@@ -14,7 +14,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,37 +27,21 @@ from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.files import read_file, read_lines, search_content, write_file
 from remora.workspace import overlay
 from tests.stores import capability_context, write_tree
+from tests.support.timed import run_timed
 
 LIMIT = 5.0
 
 
 def _timed(call: Callable[[], Any], fifos: list[Path]) -> tuple[Any, float]:
-    """``call``'s result (or re-raised error) and its duration; fails after ``LIMIT`` seconds.
+    """``call`` under ``LIMIT``; a read stuck on a FIFO is released by opening its write end,
+    so no thread is left behind."""
 
-    A read stuck on a FIFO is released by opening its write end, so no thread is left behind.
-    """
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # re-raised in the test thread
-            box["error"] = exc
-
-    started = time.monotonic()
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(LIMIT)
-    elapsed = time.monotonic() - started
-    if thread.is_alive():
+    def release() -> None:
         for fifo in fifos:
             with contextlib.suppress(OSError):
                 os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        thread.join(LIMIT)
-        pytest.fail(f"the call blocked for more than {LIMIT} s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("value"), elapsed
+
+    return run_timed(call, LIMIT, release)
 
 
 def _snapshot(root: Path) -> dict[str, object]:

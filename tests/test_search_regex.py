@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -13,27 +10,7 @@ from remora.errors import ToolError
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.files import MAX_SEARCH_LINE_CHARS, search_content
 from tests.stores import capability_context, write_tree
-
-
-def _timed(call: Any, limit: float = 5.0) -> tuple[Any, float]:
-    """Run ``call`` in a thread so a regression fails the test instead of hanging the suite."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # re-raised in the test thread
-            box["error"] = exc
-
-    started = time.monotonic()
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(limit)
-    elapsed = time.monotonic() - started
-    assert not thread.is_alive(), f"call still running after {limit} s"
-    if "error" in box:
-        raise box["error"]
-    return box["value"], elapsed
+from tests.support.timed import run_timed
 
 
 @pytest.fixture
@@ -49,11 +26,11 @@ def ctx(tmp_path: Path) -> CapabilityContext:
 
 
 def test_catastrophic_pattern_is_linear(ctx: CapabilityContext) -> None:
-    found, elapsed = _timed(lambda: search_content(ctx, "(a+)+$", path="long.txt"))
+    found, elapsed = run_timed(lambda: search_content(ctx, "(a+)+$", path="long.txt"))
     assert elapsed < 1.5
     assert found["mode"] == "regex"
     assert [m["line"] for m in found["matches"]] == [1, 3]
-    nested, elapsed = _timed(lambda: search_content(ctx, r"^(a|aa)*c", path="long.txt"))
+    nested, elapsed = run_timed(lambda: search_content(ctx, r"^(a|aa)*c", path="long.txt"))
     assert elapsed < 1.5 and nested["matches"] == []
 
 
