@@ -43,7 +43,7 @@ of the measurement runs here.
 from __future__ import annotations
 
 import ast
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -213,73 +213,93 @@ def select_functions(ctx: EvalContext) -> tuple[list[FunctionRef], int]:
 
 def evaluate_test(ctx: EvalContext) -> OperationReport:
     """The test operation (see the module's docstring)."""
-    started = time.perf_counter()
-    chosen, candidates = select_functions(ctx)
-    if not chosen:
-        return _nothing_to_measure(TEST, TEST_COLUMNS)
-    steps = Steps(ctx.progress, total=3 * len(chosen))
-    ctx.progress.expect(steps.total)
-    details: dict[str, dict[str, Any]] = {ref.target: {} for ref in chosen}
-    notes = [_selection_note(ctx, chosen, candidates)]
-    scores = [_ghostwriter_row(ctx, chosen, details, notes)]
-    figures: list[RemoraFigures] = []
-    for variant in variants(TEST):
-        project = ctx.scratch(variant.directory)
-        run = _run_remora(ctx, steps, project, chosen, TEST, variant)
-        outcomes = []
-        for ref in chosen:
-            outcome, detail = _remora_tests(ctx, project, run.job(TEST, ref.path, ref.name), ref)
-            details[ref.target][variant.name] = detail | {"zero_reason": outcome.zero_reason}
-            outcomes.append(outcome)
-        notes += _zeroed_notes(variant.name, chosen, outcomes)
-        scores.append(_remora_score(variant, _test_values(outcomes) if run.jobs else {}, run))
-        figures.append(run.figures(variant.name, TEST))
-    return OperationReport(
-        operation=TEST,
-        unit=UNIT,
-        selection=[ref.target for ref in chosen],
-        columns=TEST_COLUMNS,
-        scores=scores,
-        remora=figures,
-        notes=notes,
-        details={"functions": details},
-        wall_s=time.perf_counter() - started,
-    )
+    return _evaluate(ctx, TEST, TEST_COLUMNS, _ghostwriter_row, _measure_tests)
 
 
 def evaluate_sample_data(ctx: EvalContext) -> OperationReport:
     """The sample_data operation (see the module's docstring)."""
-    started = time.perf_counter()
+    return _evaluate(ctx, SAMPLE_DATA, SAMPLE_DATA_COLUMNS, _builds_row, _measure_fixtures)
+
+
+Details = dict[str, dict[str, Any]]
+BaselineRow = Callable[[EvalContext, list[FunctionRef], Details, list[str]], Score]
+MeasureVariant = Callable[
+    [EvalContext, Project, RemoraRun, Variant, list[FunctionRef], Details, list[str]],
+    dict[str, Value],
+]
+
+
+def _evaluate(
+    ctx: EvalContext,
+    operation: str,
+    columns: list[Column],
+    baseline: BaselineRow,
+    measure: MeasureVariant,
+) -> OperationReport:
+    """What both operations do: the selection, the baseline's row, then each Remora variant
+    on its own copy, measured by ``measure``."""
     chosen, candidates = select_functions(ctx)
     if not chosen:
-        return _nothing_to_measure(SAMPLE_DATA, SAMPLE_DATA_COLUMNS)
+        return _nothing_to_measure(operation, columns)
     steps = Steps(ctx.progress, total=3 * len(chosen))
     ctx.progress.expect(steps.total)
-    details: dict[str, dict[str, Any]] = {ref.target: {} for ref in chosen}
+    details: Details = {ref.target: {} for ref in chosen}
     notes = [_selection_note(ctx, chosen, candidates)]
-    scores = [_builds_row(ctx, chosen, details, notes)]
+    scores = [baseline(ctx, chosen, details, notes)]
     figures: list[RemoraFigures] = []
-    for variant in variants(SAMPLE_DATA):
+    for variant in variants(operation):
         project = ctx.scratch(variant.directory)
-        run = _run_remora(ctx, steps, project, chosen, SAMPLE_DATA, variant)
-        usable = []
-        for ref in chosen:
-            count, detail = _remora_fixtures(project, run.job(SAMPLE_DATA, ref.path, ref.name))
-            details[ref.target][variant.name] = detail
-            usable.append(count)
-        scores.append(_remora_score(variant, _fixture_values(usable) if run.jobs else {}, run))
-        figures.append(run.figures(variant.name, SAMPLE_DATA))
+        run = _run_remora(ctx, steps, project, chosen, operation, variant)
+        values = measure(ctx, project, run, variant, chosen, details, notes)
+        scores.append(_remora_score(variant, values if run.jobs else {}, run))
+        figures.append(run.figures(variant.name, operation))
     return OperationReport(
-        operation=SAMPLE_DATA,
+        operation=operation,
         unit=UNIT,
         selection=[ref.target for ref in chosen],
-        columns=SAMPLE_DATA_COLUMNS,
+        columns=columns,
         scores=scores,
         remora=figures,
         notes=notes,
         details={"functions": details},
-        wall_s=time.perf_counter() - started,
     )
+
+
+def _measure_tests(
+    ctx: EvalContext,
+    project: Project,
+    run: RemoraRun,
+    variant: Variant,
+    chosen: list[FunctionRef],
+    details: Details,
+    notes: list[str],
+) -> dict[str, Value]:
+    """Each function's generated test file run here; notes for those counted as 0%."""
+    outcomes = []
+    for ref in chosen:
+        outcome, detail = _remora_tests(ctx, project, run.job(TEST, ref.path, ref.name), ref)
+        details[ref.target][variant.name] = detail | {"zero_reason": outcome.zero_reason}
+        outcomes.append(outcome)
+    notes += _zeroed_notes(variant.name, chosen, outcomes)
+    return _test_values(outcomes)
+
+
+def _measure_fixtures(
+    ctx: EvalContext,
+    project: Project,
+    run: RemoraRun,
+    variant: Variant,
+    chosen: list[FunctionRef],
+    details: Details,
+    notes: list[str],
+) -> dict[str, Value]:
+    """Each function's usable fixtures, from its job and the fixture file in the copy."""
+    usable = []
+    for ref in chosen:
+        count, detail = _remora_fixtures(project, run.job(SAMPLE_DATA, ref.path, ref.name))
+        details[ref.target][variant.name] = detail
+        usable.append(count)
+    return _fixture_values(usable)
 
 
 def _ghostwriter_row(

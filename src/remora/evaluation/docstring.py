@@ -251,11 +251,10 @@ class Measurement:
 def evaluate(ctx: EvalContext) -> OperationReport:
     """Strip the chosen functions' docstrings, regenerate them with the baseline and with
     Remora, and measure the three rows (see the module docstring)."""
-    started = time.perf_counter()
     pool = candidates(ctx.original)
     picked = ctx.pick(pool, "functions")
     if not picked:
-        return _failed("no public function with a docstring on lines of its own", started)
+        return _failed("no public function with a docstring on lines of its own")
     ctx.progress.expect(FIXED_STEPS + len(picked))
 
     ctx.progress.doing("removing the docstrings")
@@ -263,7 +262,7 @@ def evaluate(ctx: EvalContext) -> OperationReport:
     chosen, dropped = strip_docstrings(stripped, ctx.original, picked)
     ctx.progress.done()
     if not chosen:
-        return _failed("removing the docstrings broke every touched module's import", started)
+        return _failed("removing the docstrings broke every touched module's import")
 
     ctx.progress.doing("measuring the original docstrings")
     reference = measure(ctx.original, chosen)
@@ -291,7 +290,6 @@ def evaluate(ctx: EvalContext) -> OperationReport:
             "dropped": dropped,
             "functions": _details(chosen, rows),
         },
-        wall_s=time.perf_counter() - started,
     )
 
 
@@ -696,7 +694,7 @@ def _details(
     ]
 
 
-def _failed(error: str, started: float) -> OperationReport:
+def _failed(error: str) -> OperationReport:
     return OperationReport(
         operation=OPERATION,
         unit=UNIT,
@@ -704,7 +702,6 @@ def _failed(error: str, started: float) -> OperationReport:
         columns=COLUMNS,
         scores=[],
         error=error,
-        wall_s=time.perf_counter() - started,
     )
 
 

@@ -44,7 +44,6 @@ import ast
 import contextlib
 import itertools
 import re
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -211,7 +210,6 @@ class HostFixable:
 
 def evaluate(ctx: EvalContext, *, per_module: int = PER_MODULE) -> OperationReport:
     """Inject, then compare ``ruff --fix``, ``ruff --fix --unsafe-fixes`` and Remora."""
-    started = time.perf_counter()
     modules = choose_modules(ctx)
     report = OperationReport(
         operation=OPERATION,
@@ -229,7 +227,6 @@ def evaluate(ctx: EvalContext, *, per_module: int = PER_MODULE) -> OperationRepo
         setup = prepare(ctx, modules, per_module)
     except RuffError as exc:
         report.error = f"ruff cannot lint the package: {exc}"
-        report.wall_s = time.perf_counter() - started
         return report
     host = classify(ctx, setup)
 
@@ -243,7 +240,6 @@ def evaluate(ctx: EvalContext, *, per_module: int = PER_MODULE) -> OperationRepo
 
     report.notes = notes(ctx, setup, host)
     report.details = details(setup, host, measured, jobs)
-    report.wall_s = time.perf_counter() - started
     return report
 
 
