@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +15,7 @@ from remora.config import (
     parse_scalar,
 )
 from remora.errors import ConfigError
+from tests.support.cli_process import run_remora
 
 CODED_LINE = re.compile(r"^CONFIG_\d{3}: .+ \(.+\)$", re.MULTILINE)
 
@@ -123,26 +121,13 @@ def test_symlink_loop_target_is_a_coded_error(tmp_path: Path) -> None:
     assert "symbolic link loop" in caught.value.message
 
 
-def run_remora(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("REMORA_")}
-    return subprocess.run(
-        [sys.executable, "-m", "remora", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("command", ["discover", "config", "harness"])
 def test_cli_on_a_symlink_loop_prints_a_coded_line(tmp_path: Path, command: str) -> None:
     loop = tmp_path / "loop"
     loop.mkdir()
     (loop / "a").symlink_to(loop / "b")
     (loop / "b").symlink_to(loop / "a")
-    completed = run_remora([command, "loop/a"], tmp_path)
+    completed = run_remora(command, "loop/a", cwd=tmp_path, timeout=60)
     output = completed.stdout + completed.stderr
     assert completed.returncode == 2, output
     assert "Traceback" not in output
@@ -152,7 +137,7 @@ def test_cli_on_a_symlink_loop_prints_a_coded_line(tmp_path: Path, command: str)
 
 def test_cli_reports_a_broken_pyproject(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.remora\n", encoding="utf-8")
-    completed = run_remora(["config", "."], tmp_path)
+    completed = run_remora("config", ".", cwd=tmp_path, timeout=60)
     output = completed.stdout + completed.stderr
     assert completed.returncode == 2, output
     assert "Traceback" not in output
@@ -164,7 +149,7 @@ def test_cli_reports_a_broken_pyproject(tmp_path: Path) -> None:
 def test_cli_refuses_a_yaml_bomb_fast(tmp_path: Path) -> None:
     (tmp_path / "remora.yaml").write_text(billion_laughs(), encoding="utf-8")
     started = time.perf_counter()
-    completed = run_remora(["config", "."], tmp_path)
+    completed = run_remora("config", ".", cwd=tmp_path, timeout=60)
     elapsed = time.perf_counter() - started
     output = completed.stdout + completed.stderr
     assert completed.returncode == 2, output

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from remora.discovery import discover
+from tests.support.cli_process import run_remora
 
 
 def _project(tmp_path: Path) -> Path:
@@ -28,13 +27,7 @@ def test_a_non_utf8_file_name_is_a_problem_and_the_rest_is_found(tmp_path: Path)
 
 
 def test_the_cli_lists_it_without_a_traceback(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "remora", "discover", str(_project(tmp_path)), "-f", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_remora("discover", str(_project(tmp_path)), "-f", "json", cwd=tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert "DISC_107" in done.stdout + done.stderr

@@ -4,33 +4,18 @@ OpenAI-compatible server (a fake one on 127.0.0.1 that answers like a careful mo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.cli_process import run_remora
 from tests.support.eval_context import EVAL_PACKAGE
+from tests.support.http import serve
 
 DOCSTRING_STEPS = ("read_signature", "write_docstring", "check_docstring", "submit_result")
-
-
-def remora(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "remora", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def next_call(payload: dict[str, Any]) -> dict[str, Any]:
@@ -88,18 +73,12 @@ def server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", received
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve(Handler) as url:
+        yield f"{url}/v1", received
 
 
 def test_help_teaches_the_command(tmp_path: Path) -> None:
-    done = remora("eval", "--help", cwd=tmp_path)
+    done = run_remora("eval", "--help", cwd=tmp_path)
     assert done.returncode == 0
     for text in ("SPEC", "--ops", "--limit", "--seed", "--format", "--out", "hypothesis write"):
         assert text in done.stdout
@@ -114,7 +93,7 @@ def test_help_teaches_the_command(tmp_path: Path) -> None:
     ],
 )
 def test_usage_errors_are_coded_and_exit_2(tmp_path: Path, args: list[str], code: str) -> None:
-    done = remora("eval", *args, cwd=tmp_path)
+    done = run_remora("eval", *args, cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1].startswith(f"{code}: ")
     assert "Traceback" not in done.stderr
@@ -124,7 +103,7 @@ def test_a_kept_directory_is_never_overwritten(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "report.md").write_text("an earlier run\n")
-    done = remora("eval", str(EVAL_PACKAGE), "--out", str(out), cwd=tmp_path)
+    done = run_remora("eval", str(EVAL_PACKAGE), "--out", str(out), cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.splitlines()[-1].startswith("EVAL_006: ")
     assert (out / "report.md").read_text() == "an earlier run\n"
 
@@ -134,7 +113,7 @@ def test_the_eval_runs_against_an_openai_compatible_server(
 ) -> None:
     url, received = server
     out = tmp_path / "run"
-    done = remora(
+    done = run_remora(
         "--set",
         f"model.base_url={url}",
         "--set",

@@ -8,12 +8,11 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from remora.errors import ModelError
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from remora.model.llama_cpp import LlamaCppBackend
 from remora.model.openai_http import OpenAIBackend
+from tests.support.http import serve
 
 ECHO = ToolSpec(
     name="echo",
@@ -103,15 +103,8 @@ def fake_server() -> Iterator[tuple[str, Script]]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", script
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(Handler) as url:
+        yield f"{url}/v1", script
 
 
 def run(base_url: str, request: ModelRequest, **options: Any) -> ModelResponse:

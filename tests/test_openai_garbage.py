@@ -4,10 +4,9 @@ fault: MODEL_034, quickly, never a raw JSONDecodeError or AttributeError."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from remora.errors import ModelError
 from remora.model.base import Message, ModelRequest
 from remora.model.openai_http import OpenAIBackend
+from tests.support.http import serve
 
 REPLIES = {
     "/bad-json/v1": ("application/json", b'{"id": "x", "choices": [ {'),
@@ -39,14 +39,8 @@ def server() -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve(Handler) as url:
+        yield url
 
 
 @pytest.mark.parametrize("prefix", sorted(REPLIES))
