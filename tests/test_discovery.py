@@ -354,3 +354,13 @@ def test_a_file_qualname_target_selects_that_node_and_its_members(tmp_path: Path
     assert [n.qualname for n in method.nodes] == ["K.m"]
     with pytest.raises(DiscoveryError, match=r"DISC_004.*no function, class or method named 'z'"):
         discover([project / "m.py::z"], root=project)
+
+
+def test_a_selector_without_members_is_only_its_node(tmp_path: Path) -> None:
+    source = "class K:\n    def m(self):\n        return 2\n"
+    project = write_tree(tmp_path, {"pyproject.toml": "", "m.py": source, "n.py": source})
+    picked = discover([project / "m.py::K", project / "n.py"], root=project, members=False)
+    assert sorted((n.file_path, n.qualname) for n in picked.nodes if n.file_path == "m.py") == [
+        ("m.py", "K")
+    ]
+    assert len([n for n in picked.nodes if n.file_path == "n.py"]) == 3  # file, K, K.m

@@ -30,14 +30,19 @@ _BINARY_SNIFF = 8192
 
 
 def discover(
-    targets: Sequence[Path], config: DiscoveryConfig | None = None, root: Path | None = None
+    targets: Sequence[Path],
+    config: DiscoveryConfig | None = None,
+    root: Path | None = None,
+    *,
+    members: bool = True,
 ) -> DiscoveryResult:
     """Every node under ``targets``; bad files become problems, never exceptions.
 
     ``root`` anchors relative paths and node ids; by default it is the project root of
     the first target (nearest directory with pyproject.toml, remora.yaml, .git, ...).
     A target ``file.py::name`` (pytest's node-id form) keeps only the node ``name`` of
-    that file and its members (``Class`` selects the class and its methods).
+    that file and its members (``Class`` selects the class and its methods; with
+    ``members=False`` only the named node).
     Raises DiscoveryError when a target itself is unusable (DISC_004: a selector names
     no node of its file).
     """
@@ -64,7 +69,7 @@ def discover(
         result.nodes.extend(nodes)
         result.problems.extend(problems)
     if selectors:
-        result.nodes = _selected(result.nodes, selectors, root)
+        result.nodes = _selected(result.nodes, selectors, root, members)
     return result
 
 
@@ -90,8 +95,11 @@ def _split_selectors(targets: Sequence[Path]) -> tuple[list[Path], list[tuple[Pa
     return list(dict.fromkeys(paths)), selectors
 
 
-def _selected(nodes: list[CSTNode], selectors: list[tuple[Path, str]], root: Path) -> list[CSTNode]:
-    """Nodes of selected files restricted to the selected names; other files keep all."""
+def _selected(
+    nodes: list[CSTNode], selectors: list[tuple[Path, str]], root: Path, members: bool
+) -> list[CSTNode]:
+    """Nodes of selected files restricted to the selected names (and their members, when
+    ``members``); other files keep all."""
     wanted: dict[str, set[str]] = {}
     for file, qualname in selectors:
         wanted.setdefault(relative_to_root(file.resolve(), root), set()).add(qualname)
@@ -100,7 +108,7 @@ def _selected(nodes: list[CSTNode], selectors: list[tuple[Path, str]], root: Pat
         for node in nodes
         if node.file_path not in wanted
         or any(
-            node.qualname == name or node.qualname.startswith(name + ".")
+            node.qualname == name or (members and node.qualname.startswith(name + "."))
             for name in wanted[node.file_path]
         )
     ]

@@ -139,10 +139,7 @@ class RemoraSession:
     ) -> RemoraRun:
         config = self.config(project, sets)
         paths = [project.root / target for target in targets]
-        nodes = discover(paths, config.discovery, root=project.root).nodes
-        exact = {_selected(target) for target in targets if "::" in target}
-        if exact:
-            nodes = [node for node in nodes if (node.file_path, node.qualname) in exact]
+        nodes = discover(paths, config.discovery, root=project.root, members=False).nodes
         plan = plan_jobs(config, load_agents(config.agents.dirs), nodes, operations)
         problems = [f"{problem.message} ({problem.hint})" for problem in plan.problems]
         if on_planned is not None:
@@ -177,12 +174,6 @@ class RemoraSession:
         jobs = asyncio.run(main())
         errors = problems + _accept_all(manager, jobs)
         return RemoraRun(jobs=jobs, error="; ".join(errors) or None)
-
-
-def _selected(target: str) -> tuple[str, str]:
-    """``pkg/mod.py::Class::method`` -> ``("pkg/mod.py", "Class.method")``."""
-    file, _, name = target.partition("::")
-    return file, name.replace("::", ".")
 
 
 def _real_client(config: ModelConfig) -> ModelClient:
