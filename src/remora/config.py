@@ -46,6 +46,9 @@ class DiscoveryConfig(_Section):
     )
     max_file_bytes: int = Field(default=1_000_000, gt=0)
     follow_symlinks: bool = False
+    parse_timeout: float = Field(
+        default=5.0, gt=0, description="Seconds to parse and query one file before giving up."
+    )
 
 
 class ModelConfig(_Section):
@@ -123,6 +126,11 @@ class ToolsConfig(_Section):
     max_processes: int = Field(
         default=128, ge=4, description="Processes project code may run at once."
     )
+    max_result_chars: int = Field(
+        default=16_000,
+        ge=1_000,
+        description="Longest tool result the model is shown; longer results are cut, with a note.",
+    )
 
 
 class WorkspaceConfig(_Section):
@@ -130,6 +138,10 @@ class WorkspaceConfig(_Section):
 
     state_dir: str = Field(default=".remora", description="Relative to the project root.")
     keep_views: bool = False
+    max_read_mb: int = Field(default=64, ge=1, description="Largest file a tool may read.")
+    max_mb: int = Field(
+        default=256, ge=1, description="Most data one workspace may hold in changed files."
+    )
 
 
 class EventsConfig(_Section):
