@@ -90,7 +90,9 @@ def script(native: bool) -> list[Step]:
     return list(calls) if native else [render_call(call) for call in calls]
 
 
-async def instant_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
+async def instant_tool(
+    name: str, arguments: dict[str, Any], *, deadline: float | None = None
+) -> ToolResult:
     return RESULT
 
 

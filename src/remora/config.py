@@ -108,7 +108,15 @@ class RunnerConfig(_Section):
 class ToolsConfig(_Section):
     """Limits for sandboxed .pym scripts and the subprocesses capabilities start."""
 
-    timeout: float = Field(default=10.0, gt=0)
+    timeout: float = Field(
+        default=10.0, gt=0, description="Seconds a .pym script itself may execute."
+    )
+    call_timeout: float = Field(
+        default=180.0,
+        gt=0,
+        description="Wall-clock seconds one whole tool call may take: script, sleeps, host "
+        "capabilities and the commands they run (the job's own deadline also bounds it).",
+    )
     max_memory_mb: int = Field(default=128, ge=8)
     max_recursion_depth: int = Field(default=200, ge=10)
     workers: int = Field(default=2, ge=1)

@@ -148,7 +148,9 @@ class ScriptedTools:
         """The tools called so far, in order."""
         return [name for name, _ in self.calls]
 
-    async def __call__(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], *, deadline: float | None = None
+    ) -> ToolResult:
         self.calls.append((name, arguments))
         reply = self._replies.get(name)
         if reply is None:

@@ -118,12 +118,14 @@ async def run_job(
         if tool.offered(job.options)
     ]
 
-    async def invoke(name: str, arguments: dict[str, Any]) -> ToolResult:
-        return await runtime.run(agent.tool(name), arguments, context)
+    async def invoke(
+        name: str, arguments: dict[str, Any], *, deadline: float | None = None
+    ) -> ToolResult:
+        return await runtime.run(agent.tool(name), arguments, context, deadline=deadline)
 
     operation = config.operations.get(key.operation)
     settings = LoopSettings.from_config(
-        config.runner, config.model, agent_max_turns=agent.max_turns
+        config.runner, config.model, agent_max_turns=agent.max_turns, tools=config.tools
     )
     count_tokens = getattr(model, "count_tokens", None)
     counter = count_tokens if callable(count_tokens) else None

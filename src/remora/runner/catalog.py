@@ -31,9 +31,15 @@ class LoopTool:
 
 
 class ToolInvoker(Protocol):
-    """Runs one tool with validated model arguments; tool failures come back as results."""
+    """Runs one tool with validated model arguments; tool failures come back as results.
 
-    async def __call__(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
+    ``deadline`` is the ``time.monotonic()`` value the job ends at; the tool should be done
+    by then (the loop stops waiting for it shortly after).
+    """
+
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], *, deadline: float | None = None
+    ) -> ToolResult: ...
 
 
 class ToolCatalog:

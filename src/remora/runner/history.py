@@ -11,6 +11,10 @@ budget, trimming is monotone, so the prompt prefix stays stable for KV-cache reu
 
 The system prompt and the node context are never dropped.
 
+No tool result is shown longer than ``max_result_chars`` (``tools.max_result_chars``): a
+longer one is replaced by its outcome, its summary and error cut to a quarter of the cap
+each, the start of its result as JSON text, and a ``cut`` note telling the model so.
+
 Tokens are counted with the model's tokenizer when the caller passes ``count_tokens``;
 otherwise with an estimate of one token per four characters (rounded up), which is
 close for English prose and code with Gemma's tokenizer and errs towards trimming early.
@@ -25,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from remora.model.base import Message
-from remora.tools.result import ToolResult
+from remora.tools.result import ToolResult, cut_text
 
 MESSAGE_OVERHEAD = 4
+DEFAULT_MAX_RESULT_CHARS = 16_000
 
 TokenCounter = Callable[[str], int]
 
@@ -37,17 +42,38 @@ def estimate_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def tool_message(name: str, call_id: str, result: ToolResult) -> Message:
-    """A tool result as the model reads it: ``{"name", "response"}`` JSON, errors included."""
+def tool_message(
+    name: str, call_id: str, result: ToolResult, max_chars: int = DEFAULT_MAX_RESULT_CHARS
+) -> Message:
+    """A tool result as the model reads it: ``{"name", "response"}`` JSON, errors included,
+    cut to ``max_chars`` as the module docstring says."""
     content = json.dumps(result.for_model(name), ensure_ascii=False, default=str)
+    if len(content) > max_chars:
+        response: dict[str, Any] = {
+            "outcome": result.outcome,
+            "summary": cut_text(result.summary, max_chars // 4),
+        }
+        if result.error:
+            response["error"] = cut_text(result.error, max_chars // 4)
+        if result.result is not None:
+            shown = json.dumps(result.result, ensure_ascii=False, default=str)
+            response["result"] = cut_text(shown, max_chars // 3)
+        response["cut"] = (
+            f"this result was {len(content)} characters, more than the {max_chars} shown; "
+            "ask for less, e.g. a narrower range, path or pattern"
+        )
+        content = json.dumps({"name": name, "response": response}, ensure_ascii=False)
     return Message(role="tool", content=content, name=name, tool_call_id=call_id)
 
 
-def summary_message(name: str, call_id: str, result: ToolResult) -> Message:
+def summary_message(
+    name: str, call_id: str, result: ToolResult, max_chars: int = DEFAULT_MAX_RESULT_CHARS
+) -> Message:
     """The short form of a tool result kept when the history outgrows the budget."""
-    response: dict[str, Any] = {"outcome": result.outcome, "summary": result.summary}
+    summary = cut_text(result.summary, max_chars // 4)
+    response: dict[str, Any] = {"outcome": result.outcome, "summary": summary}
     if result.error and result.error != result.summary:
-        response["error"] = result.error
+        response["error"] = cut_text(result.error, max_chars // 4)
     response["trimmed"] = True
     content = json.dumps({"name": name, "response": response}, ensure_ascii=False)
     return Message(role="tool", content=content, name=name, tool_call_id=call_id)
@@ -86,9 +112,11 @@ class History:
         *,
         budget: int,
         count_tokens: TokenCounter | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self._count = count_tokens or estimate_tokens
         self.budget = budget
+        self.max_result_chars = max_result_chars
         self.system = Message(role="system", content=system_prompt)
         self.node = Message(role="user", content=node_context)
         self._fixed_tokens = self._measure(self.system) + self._measure(self.node)
@@ -124,7 +152,8 @@ class History:
         """Append a tool's response to the current turn."""
         if not self._groups:
             raise ValueError("a tool result needs a model turn before it")
-        self._add(self._groups[-1], tool_message(name, call_id, result), result)
+        message = tool_message(name, call_id, result, self.max_result_chars)
+        self._add(self._groups[-1], message, result)
 
     def add_note(self, text: str) -> None:
         """Add a guard instruction as a user message after the current turn (merged per turn)."""
@@ -155,7 +184,9 @@ class History:
         if entry.result is None or entry.summarized:
             return
         message = entry.message
-        short = summary_message(message.name or "", message.tool_call_id or "", entry.result)
+        short = summary_message(
+            message.name or "", message.tool_call_id or "", entry.result, self.max_result_chars
+        )
         tokens = self._measure(short)
         if tokens >= entry.tokens:
             entry.summarized = True

@@ -45,6 +45,8 @@ from remora.runner.validation import CallValidator
 from remora.tools.result import ToolResult
 
 CANCELLED = "RUN_004: the run was cancelled"
+_TOOL_DEADLINE_GRACE_S = 2.0
+"""How long past the job's deadline the loop still waits for a tool call in flight."""
 
 
 async def run_agent(
@@ -74,7 +76,8 @@ async def run_agent(
     Raises ``RunnerError`` (RUN_001) before the first turn when the tools or settings are
     unusable. ``cancel`` (e.g. set on Ctrl-C) and ``settings.job_timeout`` stop the run
     between steps with status ``interrupted``; a model call in flight is abandoned, a
-    tool call in flight is allowed to finish. If the task itself is cancelled, the
+    tool call in flight is allowed to finish, within the job's deadline, which it is given
+    (it is abandoned two seconds after it). If the task itself is cancelled, the
     ``agent_done`` event is still emitted before the cancellation propagates.
     """
     loop = AgentLoop(
@@ -140,6 +143,7 @@ class AgentLoop:
             node_context,
             budget=settings.prompt_budget - catalog_tokens,
             count_tokens=count_tokens,
+            max_result_chars=settings.max_result_chars,
         )
         self.telemetry = AgentTelemetry()
         self.model = model
@@ -379,7 +383,7 @@ class AgentLoop:
         )
         started = time.perf_counter()
         try:
-            result = await self.invoke(call.name, dict(call.arguments))
+            result = await self._invoke(call)
         except RemoraError as exc:
             result = ToolResult.failure(exc.render())
         except Exception as exc:
@@ -407,6 +411,21 @@ class AgentLoop:
         )
         self._transcript.tool(turn, call.name, call.arguments, result)
         return result
+
+    async def _invoke(self, call: ToolCall) -> ToolResult:
+        """The tool's result; the tool gets the job's deadline and is abandoned (its thread
+        ends on its own deadline) when it overruns it by more than a short grace."""
+        work = self.invoke(call.name, dict(call.arguments), deadline=self._deadline)
+        wait = self._deadline - time.monotonic() + _TOOL_DEADLINE_GRACE_S
+        try:
+            return await asyncio.wait_for(work, max(wait, 0.0))
+        except TimeoutError:
+            if time.monotonic() < self._deadline:
+                raise  # the tool's own TimeoutError, not the deadline
+            return ToolResult.failure(
+                f"RUN_005: the job timed out after {self.settings.job_timeout:g}s while "
+                f"{call.name} was running"
+            )
 
     def _fire(self, turn: int, firings: Sequence[GuardFiring]) -> None:
         triggers = self.telemetry.stall_triggers

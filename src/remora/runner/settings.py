@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from remora.config import ModelConfig, RunnerConfig
+from remora.config import ModelConfig, RunnerConfig, ToolsConfig
 from remora.errors import RunnerError
+from remora.runner.history import DEFAULT_MAX_RESULT_CHARS
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class LoopSettings:
     job_timeout: float = 600.0
     context_size: int = 8192
     max_tokens: int = 384
+    max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
 
     def __post_init__(self) -> None:
         minimums = {
@@ -38,6 +40,7 @@ class LoopSettings:
             "max_requeries": 0,
             "context_size": 1,
             "max_tokens": 1,
+            "max_result_chars": 100,
         }
         for field in fields(self):
             minimum = minimums.get(field.name)
@@ -64,7 +67,12 @@ class LoopSettings:
 
     @classmethod
     def from_config(
-        cls, runner: RunnerConfig, model: ModelConfig, *, agent_max_turns: int
+        cls,
+        runner: RunnerConfig,
+        model: ModelConfig,
+        *,
+        agent_max_turns: int,
+        tools: ToolsConfig | None = None,
     ) -> LoopSettings:
         """Settings for one agent: ``runner.max_turns`` overrides the agent's own limit."""
         return cls(
@@ -78,4 +86,5 @@ class LoopSettings:
             job_timeout=runner.job_timeout,
             context_size=model.context_size,
             max_tokens=model.max_tokens,
+            max_result_chars=(tools or ToolsConfig()).max_result_chars,
         )

@@ -38,3 +38,10 @@ class ToolResult(BaseModel):
         response.setdefault("outcome", self.outcome)
         response.setdefault("summary", self.summary)
         return {"name": tool_name, "response": response}
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} more characters cut]"

@@ -21,6 +21,11 @@ contract result's summary, or other values as compact JSON) is prepended, one li
 to the tool result's ``summary`` so the model reads it first and it survives history
 trimming. A provider that fails adds a line saying so; the tool still runs.
 
+Every call has one wall-clock deadline, ``tools.call_timeout`` from its start or the
+caller's ``deadline`` (the job's) if that comes first. It covers the context providers,
+the script (its execution and sleeps) and the host capabilities it calls, which take the
+time they may wait, subprocesses included, from :meth:`CapabilityContext.time_left`.
+
 Prints inside scripts become :class:`~remora.events.SandboxPrintEvent` events tagged
 with ``run_id``/``job_id`` when the runner puts those keys into the system mapping.
 """
@@ -28,9 +33,11 @@ with ``run_id``/``job_id`` when the runner puts those keys into the system mappi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import math
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,7 +49,7 @@ from remora.errors import RemoraError
 from remora.events import Emitter, NullEmitter, SandboxPrintEvent
 from remora.tools.capabilities import CAPABILITIES, Capability, CapabilityContext
 from remora.tools.pym import PymScript, check_script_file, render_diagnostics, validate_value
-from remora.tools.result import ToolResult
+from remora.tools.result import ToolResult, cut_text
 from remora.tools.sandbox import PrintSink, Sandbox, SandboxRun
 from remora.tools.script_tool import ScriptTool
 
@@ -77,22 +84,52 @@ class ToolRuntime:
         self.sandbox.close()
 
     async def run(
-        self, tool: ScriptTool, arguments: Mapping[str, Any], context: CapabilityContext
+        self,
+        tool: ScriptTool,
+        arguments: Mapping[str, Any],
+        context: CapabilityContext,
+        *,
+        deadline: float | None = None,
     ) -> ToolResult:
-        """Run ``tool`` with the model's ``arguments``; never raises for script problems."""
-        return await asyncio.to_thread(self.run_sync, tool, arguments, context)
+        """Run ``tool`` with the model's ``arguments``; never raises for script problems.
+
+        ``deadline`` (a ``time.monotonic()`` value) ends the call earlier than
+        ``tools.call_timeout`` would.
+        """
+        return await asyncio.to_thread(self.run_sync, tool, arguments, context, deadline=deadline)
 
     def run_sync(
-        self, tool: ScriptTool, arguments: Mapping[str, Any], context: CapabilityContext
+        self,
+        tool: ScriptTool,
+        arguments: Mapping[str, Any],
+        context: CapabilityContext,
+        *,
+        deadline: float | None = None,
     ) -> ToolResult:
         """:meth:`run` on the calling thread (benchmarks, synchronous callers)."""
+        own = time.monotonic() + self.config.call_timeout
+        context = dataclasses.replace(
+            context, deadline=own if deadline is None else min(own, deadline)
+        )
         try:
-            return self._run(tool, arguments, context)
+            result = self._run(tool, arguments, context)
         except RemoraError as exc:
             return ToolResult.failure(
                 f"the {tool.name} tool cannot run: {exc.render()}; use another tool",
                 summary=f"{tool.name} cannot run ({exc.code})",
             )
+        return self._capped(result)
+
+    def _capped(self, result: ToolResult) -> ToolResult:
+        """``result`` with its summary and error cut to ``tools.max_result_chars`` (they go to
+        events and transcripts as they are; the model's view is cut by the runner)."""
+        limit = self.config.max_result_chars
+        if len(result.summary) <= limit and len(result.error or "") <= limit:
+            return result
+        error = cut_text(result.error, limit) if result.error else result.error
+        return result.model_copy(
+            update={"summary": cut_text(result.summary, limit), "error": error}
+        )
 
     def _run(
         self, tool: ScriptTool, arguments: Mapping[str, Any], context: CapabilityContext
@@ -143,6 +180,7 @@ class ToolRuntime:
             inputs=inputs,
             functions=functions,
             on_print=self._print_sink(script.path, context.system),
+            deadline=context.deadline,
         )
 
     def _print_sink(self, path: Path, system: Mapping[str, Any]) -> PrintSink:

@@ -8,10 +8,13 @@ the inputs as globals and the capabilities as host functions, and returns a
 out of :meth:`Sandbox.run`.
 
 Limits come from :class:`~remora.config.ToolsConfig`: ``timeout`` bounds the time the
-script itself executes (time spent inside host capabilities is not counted; they bound
-their own subprocesses), ``max_memory_mb`` its heap and ``max_recursion_depth`` its call
-stack. A worker that dies (crash, kill, the parent-side deadline) is replaced by the
-pool; the run that hit it reports ``crash`` and the next run gets a fresh worker.
+script itself executes, ``max_memory_mb`` its heap and ``max_recursion_depth`` its call
+stack. A run may also get a wall-clock ``deadline`` (the tool call's): the script's
+execution and its sleeps (which Monty does not count as execution) are cut to what is left
+of it, and a capability called after it has passed fails instead of starting; capabilities
+bound their own waiting by the same deadline. A worker that dies (crash, kill, the
+parent-side deadline) is replaced by the pool; the run that hit it reports ``crash`` and
+the next run gets a fresh worker.
 
 Capability failures reach the script as an ordinary ``Exception`` whose message is the
 rendered ``CODE: message (hint)``, so a script may catch and handle them; uncaught, the
@@ -53,6 +56,8 @@ PrintSink = Callable[[str, str], None]
 
 DEFAULT_MAX_PRINT_BYTES = 64 * 1024
 _DEADLINE_GRACE_S = 5.0
+_DEADLINE_SLACK_S = 0.05
+"""A script stopped this close to the call's deadline was stopped by the deadline."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,10 @@ class _CapabilityFailure(Exception):
     """What the script sees when a capability raises a RemoraError."""
 
 
+class _DeadlinePassed(Exception):
+    """Raised instead of starting a capability once the run's deadline has passed."""
+
+
 class _OutputLimit(Exception):
     """Raised from the print callback to stop a script that prints too much."""
 
@@ -88,9 +97,13 @@ class _OutputLimit(Exception):
 class _RunState:
     """Per-run bookkeeping the host callbacks write to."""
 
-    def __init__(self, on_print: PrintSink | None, max_print_bytes: int) -> None:
+    def __init__(
+        self, on_print: PrintSink | None, max_print_bytes: int, deadline: float | None
+    ) -> None:
         self.on_print = on_print
         self.max_print_bytes = max_print_bytes
+        self.deadline = deadline
+        self.deadline_passed = False
         self.printed = 0
         self.output_exceeded = False
         self.capability_error: tuple[str, str, BaseException] | None = None
@@ -105,6 +118,9 @@ class _RunState:
 
     def wrap(self, name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                self.deadline_passed = True
+                raise _DeadlinePassed(f"{name} was not started: the tool call is out of time")
             try:
                 return func(*args, **kwargs)
             except RemoraError as exc:
@@ -144,6 +160,15 @@ class Sandbox:
             "max_memory": self.config.max_memory_mb * 1024 * 1024,
             "max_recursion_depth": self.config.max_recursion_depth,
         }
+
+    def _limits_until(self, deadline: float | None) -> monty.ResourceLimits:
+        """:attr:`limits` with execution and sleep cut to what is left before ``deadline``."""
+        limits = self.limits
+        if deadline is not None:
+            left = max(deadline - time.monotonic(), 0.001)
+            limits["max_feed_duration_secs"] = min(self.config.timeout, left)
+            limits["max_total_sleep_secs"] = left
+        return limits
 
     def start(self) -> None:
         """Spawn the worker pool now rather than on the first run (TOOL_901 if it cannot)."""
@@ -186,14 +211,21 @@ class Sandbox:
         inputs: Mapping[str, Any],
         functions: Mapping[str, Callable[..., Any]],
         on_print: PrintSink | None = None,
+        deadline: float | None = None,
     ) -> SandboxRun:
-        """Run ``code`` with ``inputs`` bound as globals and ``functions`` callable by name."""
+        """Run ``code`` with ``inputs`` bound as globals and ``functions`` callable by name.
+
+        ``deadline`` is a ``time.monotonic()`` value the whole run must end by.
+        """
         start = time.perf_counter()
-        state = _RunState(on_print, self.max_print_bytes)
+        if deadline is not None and deadline <= time.monotonic():
+            return SandboxRun(failure=self._deadline_failure(), duration_s=0.0)
+        state = _RunState(on_print, self.max_print_bytes, deadline)
         lookup = {name: state.wrap(name, func) for name, func in functions.items()}
         try:
             pool = self._ensure_pool()
-            with pool.checkout(script_name=script_name, limits=self.limits) as session:
+            limits = self._limits_until(deadline)
+            with pool.checkout(script_name=script_name, limits=limits) as session:
                 value = session.feed_run(
                     code,
                     inputs=dict(inputs),
@@ -202,6 +234,9 @@ class Sandbox:
                 )
         except monty.MontyError as exc:
             failure = self._failure(exc, state)
+            late = deadline is not None and time.monotonic() >= deadline - _DEADLINE_SLACK_S
+            if failure.kind == "timeout" and late:
+                failure = self._deadline_failure(failure.line)
             return SandboxRun(failure=failure, duration_s=time.perf_counter() - start)
         except (RuntimeError, OSError, TimeoutError) as exc:
             failure = SandboxFailure(
@@ -244,6 +279,8 @@ class Sandbox:
                 "print less",
                 line,
             )
+        if state.deadline_passed or (isinstance(inner, TimeoutError) and "sleep limit" in text):
+            return self._deadline_failure(line)  # only a deadline sets a sleep limit
         if state.capability_error is not None and _same_error(inner, state.capability_error[2]):
             name, message, _ = state.capability_error
             return SandboxFailure("capability", f"{name} failed: {message}", line)
@@ -265,6 +302,14 @@ class Sandbox:
             )
         return SandboxFailure(
             "exception", f"the script raised {exc.display('type-msg')}{where}", line
+        )
+
+    def _deadline_failure(self, line: int | None = None) -> SandboxFailure:
+        return SandboxFailure(
+            "timeout",
+            "the tool call ran out of time (its tools.call_timeout or the job's "
+            "runner.job_timeout) and was stopped; call submit_result with what you have",
+            line,
         )
 
     def _timeout_message(self) -> str:

@@ -6,7 +6,11 @@ sandbox. Registering it with :func:`capability` records its signature (parameter
 ``ctx``, annotations resolved) and docstring, which the .pym checker compares against
 ``@external`` stubs.
 
-Codes: TOOL_100 unknown capability name.
+A call runs under the deadline of the tool call that made it (``CapabilityContext.deadline``);
+capabilities that wait on anything (subprocesses above all) take their time from
+:meth:`CapabilityContext.time_left`.
+
+Codes: TOOL_100 unknown capability name, TOOL_202 the tool call's deadline has passed.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -37,6 +42,22 @@ class CapabilityContext:
     store: FileStore
     config: ToolsConfig
     system: Mapping[str, Any]
+    deadline: float | None = None
+    """``time.monotonic()`` value by which the tool call must end; None means no deadline."""
+
+    def time_left(self, limit: float) -> float:
+        """``limit`` seconds, cut to what is left of the call's deadline (TOOL_202 if none)."""
+        if self.deadline is None:
+            return limit
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ToolError(
+                "TOOL_202",
+                "the tool call ran out of time before this step could start",
+                "the call hit tools.call_timeout or the job's runner.job_timeout; "
+                "call submit_result with what you have",
+            )
+        return min(limit, left)
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def call_function(
             "TOOL_703", f"'{qualname}' is not a qualified name", "use a name such as 'Class.method'"
         )
     args, kwargs = parse_arguments(args_json)
-    limit = ctx.config.subprocess_timeout
+    limit = ctx.time_left(ctx.config.subprocess_timeout)
     seconds = min(ctx.config.timeout if timeout is None else as_float(timeout, "timeout"), limit)
     with project_sandbox(ctx.store, ctx.config) as box:
         request, result_file = box.exchange / "request.json", box.exchange / "result.json"

@@ -307,7 +307,7 @@ def _measure(
                     str(box.root / test_path),
                 ),
                 pythonpath=import_roots(box.root),
-                timeout=ctx.config.subprocess_timeout,
+                timeout=ctx.time_left(ctx.config.subprocess_timeout),
                 what="the generated tests",
                 env={"PYTHONHASHSEED": str(run + 1)},
             )
@@ -321,7 +321,7 @@ def _measure(
                     python_command(
                         "-m", "coverage", "json", f"--data-file={data}", "-o", str(report_json)
                     ),
-                    timeout=ctx.config.subprocess_timeout,
+                    timeout=ctx.time_left(ctx.config.subprocess_timeout),
                     what="coverage json",
                 )
                 raw = json.loads(report_json.read_text()) if report_json.is_file() else {}

@@ -248,7 +248,7 @@ def _pydoclint_problems(
             ),
             cwd=Path(home),
             env=scrubbed_env(Path(home)),
-            timeout=ctx.config.subprocess_timeout,
+            timeout=ctx.time_left(ctx.config.subprocess_timeout),
             what="pydoclint",
             output_limit=_OUTPUT_LIMIT,
         )

@@ -439,7 +439,9 @@ def _run_all(
             ),
             encoding="utf-8",
         )
-        budget = min(ctx.config.subprocess_timeout, 10 + CASE_TIMEOUT * 2 * len(pending))
+        budget = ctx.time_left(
+            min(ctx.config.subprocess_timeout, 10 + CASE_TIMEOUT * 2 * len(pending))
+        )
         try:
             completed = box.run_python(
                 CHILD,

@@ -42,7 +42,7 @@ def pytest_run(
     counts them and ``collection_errors`` lists files that could not be imported.
     """
     targets, writable = _targets(ctx, paths)
-    limit = ctx.config.subprocess_timeout
+    limit = ctx.time_left(ctx.config.subprocess_timeout)
     seconds = limit if timeout is None else min(as_float(timeout, "timeout"), limit)
     with project_sandbox(ctx.store, ctx.config, writable=writable) as box:
         report = box.exchange / "report.xml"

@@ -208,7 +208,7 @@ def run_ruff(
         [*argv, *options, *targets],
         cwd=view,
         env=scrubbed_env(home),
-        timeout=ctx.config.subprocess_timeout,
+        timeout=ctx.time_left(ctx.config.subprocess_timeout),
         what="ruff",
         input_data=(stdin or "").encode("utf-8"),
         output_limit=8_000_000,
