@@ -212,8 +212,8 @@ def test_timeouts_are_retried_then_reported(fake_server: tuple[str, Script]) -> 
     script.delay = 1.0
     with pytest.raises(ModelError) as info:
         run(url, ModelRequest(messages=history()), max_retries=1, timeout=0.2)
-    assert info.value.code == "MODEL_032"
-    assert "timed out" in info.value.message
+    assert info.value.code == "MODEL_035"
+    assert "0.2 s (2 attempts)" in info.value.message
     assert len(script.requests) == 2
 
 

@@ -1,5 +1,6 @@
-"""A server that answers 200 with something that is not a chat completion is the server's
-fault: MODEL_034, quickly, never a raw JSONDecodeError or AttributeError."""
+"""A server that answers 200 with something that is not a chat completion (or, for
+``/models``, a model list) is the server's fault: MODEL_034, quickly, never a raw
+JSONDecodeError or AttributeError."""
 
 from __future__ import annotations
 
@@ -26,9 +27,14 @@ REPLIES = {
 @pytest.fixture
 def server() -> Iterator[str]:
     class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._reply(self.path.rsplit("/models", 1)[0])
+
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length", "0")))
-            prefix = self.path.rsplit("/chat/completions", 1)[0]
+            self._reply(self.path.rsplit("/chat/completions", 1)[0])
+
+        def _reply(self, prefix: str) -> None:
             kind, body = REPLIES[prefix]
             self.send_response(200)
             self.send_header("content-type", kind)
@@ -43,11 +49,14 @@ def server() -> Iterator[str]:
         yield url
 
 
+@pytest.mark.parametrize("check_model", [False, True], ids=["completion", "models-check"])
 @pytest.mark.parametrize("prefix", sorted(REPLIES))
-def test_a_reply_that_is_not_a_completion_is_model_034(server: str, prefix: str) -> None:
+def test_a_reply_that_is_not_a_completion_is_model_034(
+    server: str, prefix: str, check_model: bool
+) -> None:
     async def go() -> None:
         backend = OpenAIBackend(
-            base_url=server + prefix, model_id="m", check_model=False, max_retries=0
+            base_url=server + prefix, model_id="m", check_model=check_model, max_retries=0
         )
         try:
             await backend.complete(ModelRequest(messages=[Message(role="user", content="hi")]))

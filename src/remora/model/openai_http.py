@@ -14,16 +14,25 @@ differ, so the backend adapts:
   once against ``/models``, because some servers silently answer with another model;
 - connection errors, timeouts, 429 and 5xx are retried with exponential backoff.
 
+``timeout`` (``model.request_timeout``) is a wall-clock deadline for each attempt as a
+whole: connecting, sending and reading the entire reply. The HTTP client's own timeouts
+only bound each read, so a server trickling a byte a second would never hit them. With
+``max_retries`` retries and ``backoff`` seconds, one request takes at most
+``(max_retries + 1) * timeout + 1.5 * backoff * (2**max_retries - 1)`` seconds (defaults:
+4 x 120 s + 5.25 s); the one-time ``/models`` check of a model id has the same bound.
+
 llama-cpp-python's server has no FunctionGemma chat template for the base GGUF and
 falls back to a generic chat format: with one allowed tool it constrains the JSON
 arguments to the tool's schema and returns native calls; with several it answers in
 text, which the runner's parsing chain reads (FunctionGemma tags, JSON, ...). vLLM with
 its ``functiongemma`` tool parser and template returns native calls for any choice.
 
-Error codes (stable): MODEL_030 the server cannot be reached; MODEL_031 the model is not
-served; MODEL_032 the server kept failing (5xx, timeouts); MODEL_033 the server rejected
-the request (bad request, authentication); MODEL_034 the server's reply is not a chat
-completion (invalid JSON, a web page, missing fields): the server's fault, not the model's.
+Error codes (stable): MODEL_030 the server cannot be reached (connection refused or
+failed); MODEL_031 the model is not served; MODEL_032 the server kept failing (429, 5xx);
+MODEL_033 the server rejected the request (bad request, authentication); MODEL_034 the
+server's reply is not a chat completion or model list (invalid JSON, a web page, missing
+fields): the server's fault, not the model's; MODEL_035 no attempt finished within
+``model.request_timeout`` (a slow or stuck server).
 """
 
 from __future__ import annotations
@@ -121,17 +130,13 @@ class OpenAIBackend:
         attempt = 0
         while True:
             try:
-                return await self._client.chat.completions.create(**payload)
+                async with asyncio.timeout(self.timeout):
+                    return await self._client.chat.completions.create(**payload)
             except openai.BadRequestError:
                 raise
-            except openai.APITimeoutError:
+            except (openai.APITimeoutError, TimeoutError):
                 if attempt >= self.max_retries:
-                    raise ModelError(
-                        "MODEL_032",
-                        f"the model server at {self.base_url} timed out "
-                        f"({self.timeout:g}s, {attempt + 1} attempts)",
-                        "raise model.request_timeout, or use a smaller model or fewer agents",
-                    ) from None
+                    raise self._timed_out("a chat completion", attempt + 1) from None
             except openai.APIConnectionError:
                 if attempt >= self.max_retries:
                     raise _unreachable(self.base_url) from None
@@ -158,17 +163,39 @@ class OpenAIBackend:
             await asyncio.sleep(self._delay(attempt))
             attempt += 1
 
+    def _timed_out(self, what: str, attempts: int) -> ModelError:
+        tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+        return ModelError(
+            "MODEL_035",
+            f"the model server at {self.base_url} did not finish {what} within "
+            f"{self.timeout:g} s ({tries})",
+            f"raise model.request_timeout (now {self.timeout:g}) if the server is only slow, "
+            "or check the server: it may be stuck or overloaded",
+        )
+
     def _delay(self, attempt: int) -> float:
         base = self.backoff * (2**attempt)
         return float(base + self._rng.uniform(0, base / 2))
 
     async def served_models(self) -> list[str]:
-        """Model ids the server lists (``/models``), retried like completions."""
+        """Model ids the server lists (``/models``), retried and bounded like completions;
+        a reply that is not a model list is MODEL_034, like a garbled completion."""
         attempt = 0
         while True:
             try:
-                page = await self._client.models.list()
-                return [model.id for model in page.data]
+                async with asyncio.timeout(self.timeout):
+                    page = await self._client.models.list()
+                return [str(model.id) for model in page.data]
+            except (
+                ValueError,
+                TypeError,
+                AttributeError,
+                openai.APIResponseValidationError,
+            ) as exc:
+                raise _garbled(self.base_url, exc, "a model list") from None
+            except (openai.APITimeoutError, TimeoutError):
+                if attempt >= self.max_retries:
+                    raise self._timed_out("listing its models", attempt + 1) from None
             except openai.APIConnectionError:
                 if attempt >= self.max_retries:
                     raise _unreachable(self.base_url) from None
@@ -255,11 +282,11 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def _garbled(base_url: str, exc: Exception) -> ModelError:
+def _garbled(base_url: str, exc: Exception, expected: str = "a chat completion") -> ModelError:
     what = " ".join(str(exc).split())[:200] or type(exc).__name__
     return ModelError(
         "MODEL_034",
-        f"the model server at {base_url} sent a reply that is not a chat completion ({what})",
+        f"the model server at {base_url} sent a reply that is not {expected} ({what})",
         "check that model.base_url is an OpenAI-compatible endpoint (it usually ends in /v1), "
         "not a web page or a proxy's error page",
     )
