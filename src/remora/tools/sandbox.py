@@ -190,6 +190,7 @@ class Sandbox:
                 pool = monty.Monty(
                     min_processes=self.config.workers,
                     max_processes=self.config.workers,
+                    checkout_timeout=self.config.call_timeout,
                     request_timeout=self.config.timeout + _DEADLINE_GRACE_S,
                 )
                 pool.__enter__()
