@@ -292,18 +292,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
             ) from None
     else:
         try:
-            data = _safe_load(text)
-        except _YamlBomb as exc:
-            raise ConfigError(
-                "CONFIG_002",
-                f"{path} is refused: {exc}",
-                f"anchors and aliases may repeat at most {YAML_ALIAS_EXPANSION_LIMIT} values "
-                "and may not refer to themselves; write the values out",
-            ) from None
-        except RecursionError:
-            raise ConfigError(
-                "CONFIG_002", f"{path} is nested too deeply to read", "flatten the YAML"
-            ) from None
+            data = safe_load_yaml(text)
+        except YamlRefusedError as exc:
+            raise ConfigError("CONFIG_002", f"{path} is refused: {exc.reason}", exc.hint) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -326,8 +317,21 @@ YAML_ALIAS_EXPANSION_LIMIT: Final = 10_000
 which costs nothing to parse but explodes when merged, validated and printed."""
 
 
-class _YamlBomb(yaml.YAMLError):
-    """Aliases that expand past :data:`YAML_ALIAS_EXPANSION_LIMIT` or refer to themselves."""
+class YamlRefusedError(yaml.YAMLError):
+    """YAML refused before it is built: aliases that expand past
+    :data:`YAML_ALIAS_EXPANSION_LIMIT` or refer to themselves, or nesting too deep to compose.
+    Every loader of user YAML (config, agent definitions) reports it under its own code."""
+
+    def __init__(self, reason: str, hint: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.hint = hint
+
+
+_ALIAS_HINT = (
+    f"anchors and aliases may repeat at most {YAML_ALIAS_EXPANSION_LIMIT} values "
+    "and may not refer to themselves; write the values out"
+)
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -340,9 +344,14 @@ class _BoundedLoader(yaml.SafeLoader):
         return node
 
 
-def _safe_load(text: str) -> Any:
-    """``yaml.safe_load`` with the alias expansion bound."""
-    return yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass: safe
+def safe_load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` with the alias expansion and nesting bounds: a "billion laughs" or
+    a ``[[[[...`` file raises :class:`YamlRefusedError` quickly instead of taking minutes
+    and gigabytes (or a ``RecursionError``). Other syntax errors stay ``yaml.YAMLError``."""
+    try:
+        return yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader subclass: safe
+    except RecursionError:
+        raise YamlRefusedError("it is nested too deeply to read", "flatten the YAML") from None
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -354,7 +363,7 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
 
 
 def _check_expansion(root: yaml.Node) -> None:
-    """Raise :class:`_YamlBomb` if aliases cycle or would add too many values when expanded.
+    """Raise :class:`YamlRefusedError` if aliases cycle or would add too many values when expanded.
 
     Composed nodes are shared by every alias to them, so the graph is as small as the text;
     its expanded size is counted bottom-up once per distinct node (iteratively: no recursion).
@@ -376,12 +385,16 @@ def _check_expansion(root: yaml.Node) -> None:
         for child in _children(node):
             if id(child) in on_path:
                 mark = child.start_mark
-                raise _YamlBomb(f"an alias at line {mark.line + 1} refers to itself")
+                raise YamlRefusedError(
+                    f"an alias at line {mark.line + 1} refers to itself", _ALIAS_HINT
+                )
             if id(child) not in sizes:
                 stack.append((child, False))
     added = sizes[id(root)] - len(sizes)
     if added > YAML_ALIAS_EXPANSION_LIMIT:
-        raise _YamlBomb(f"its aliases expand to {added} more values than are written out")
+        raise YamlRefusedError(
+            f"its aliases expand to {added} more values than are written out", _ALIAS_HINT
+        )
 
 
 _PATH_KEYS = (("model", "path"), ("events", "path"))
@@ -410,8 +423,8 @@ def _anchor_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
 def parse_scalar(text: str) -> Any:
     """Interpret a flag or environment value the way YAML would (``4``, ``true``, ``[a, b]``)."""
     try:
-        return _safe_load(text) if text.strip() else text
-    except (yaml.YAMLError, RecursionError):
+        return safe_load_yaml(text) if text.strip() else text
+    except yaml.YAMLError:
         return text
 
 

@@ -16,7 +16,8 @@ declared LoRA adapter that exists. Paths in the YAML are relative to the agent f
 Error codes (``AgentDefinitionError``):
 
 - AGENT_001 agent file or directory missing or unreadable, or no agents in a directory
-- AGENT_002 the file is not valid YAML or not a mapping
+- AGENT_002 the file is not valid YAML or not a mapping, or its aliases expand past
+  ``YAML_ALIAS_EXPANSION_LIMIT`` values or nest too deep (the config loader's bound)
 - AGENT_003 a key is missing, unknown or has a wrong value
 - AGENT_004 tool-set rules: one terminal tool named submit_result, unique tool names
 - AGENT_005 the node_context template does not compile or uses an unknown variable
@@ -43,10 +44,11 @@ import yaml
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from remora.config import NodeType
+from remora.config import NodeType, YamlRefusedError, safe_load_yaml
 from remora.contracts import SUBMIT_TOOL, SYSTEM_INPUTS, Effect
 from remora.errors import AgentDefinitionError
 from remora.model.base import ToolSpec
+from remora.regular_files import read_regular_file
 from remora.tools.capabilities import Capability
 from remora.tools.pym import (
     PymScript,
@@ -77,6 +79,9 @@ BUNDLED_AGENTS_DIR = Path(__file__).resolve().parent / "agents"
 TERMINAL_TOOL = SUBMIT_TOOL
 NODE_CONTEXT_VARIABLES = tuple(SYSTEM_INPUTS)
 """What the runner passes to ``node_context``: the system inputs (``remora.contracts``)."""
+MAX_AGENT_FILE_BYTES = 1024 * 1024
+"""An agent YAML is a few kilobytes; the bound keeps a FIFO, ``/dev/zero`` link or huge file
+from hanging or filling memory when agents load."""
 
 _IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -270,17 +275,23 @@ def agent_files(directory: Path) -> list[Path]:
     own = _agent_file(directory)
     if own is not None:
         return [own]
-    return [
-        found
-        for sub in sorted(directory.iterdir())
-        if sub.is_dir() and (found := _agent_file(sub)) is not None
-    ]
+    try:
+        entries = sorted(directory.iterdir())
+    except OSError as exc:
+        raise AgentDefinitionError(
+            "AGENT_001",
+            f"cannot list agent directory {directory}: {exc.strerror or exc}",
+            "check its permissions",
+        ) from None
+    return [found for sub in entries if sub.is_dir() and (found := _agent_file(sub)) is not None]
 
 
 def _agent_file(directory: Path) -> Path | None:
+    """The agent's YAML, if anything by that name exists: a FIFO or device named so is
+    reported when read, rather than passed over as a folder without an agent."""
     for suffix in (".yaml", ".yml"):
         candidate = directory / f"{directory.name}{suffix}"
-        if candidate.is_file():
+        if candidate.exists() and not candidate.is_dir():
             return candidate
     return None
 
@@ -336,7 +347,14 @@ def check_agent(
             )
             return AgentCheck(path=path, source=source, problems=[problem])
         path = found
-    check = AgentCheck(path=path.resolve(), source=source)
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        problem = AgentDefinitionError(
+            "AGENT_001", f"cannot resolve agent path {path}: {exc}", "check the path"
+        )
+        return AgentCheck(path=path, source=source, problems=[problem])
+    check = AgentCheck(path=resolved, source=source)
     raw = _read(check)
     if raw is None:
         return check
@@ -347,7 +365,7 @@ def check_agent(
 def _read(check: AgentCheck) -> _RawAgent | None:
     path = check.path
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, MAX_AGENT_FILE_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         check.problems.append(
             AgentDefinitionError(
@@ -356,7 +374,12 @@ def _read(check: AgentCheck) -> _RawAgent | None:
         )
         return None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load_yaml(text)
+    except YamlRefusedError as exc:
+        check.problems.append(
+            AgentDefinitionError("AGENT_002", f"{path} is refused: {exc.reason}", exc.hint)
+        )
+        return None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
