@@ -17,6 +17,7 @@ from remora.cli import harness as _harness  # noqa: F401
 from remora.cli import review as _review  # noqa: F401
 from remora.cli import watch as _watch  # noqa: F401
 from remora.cli._app import app, err_console
+from remora.cli._text import visible
 from remora.errors import RemoraError
 
 __all__ = ["app", "main"]
@@ -27,7 +28,9 @@ def main() -> None:
     try:
         app()
     except RemoraError as exc:
-        err_console.print(exc.render(), style="red", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(
+            visible(exc.render()), style="red", markup=False, highlight=False, soft_wrap=True
+        )
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted", style="red")

@@ -26,8 +26,9 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-console = Console()
-err_console = Console(stderr=True)
+# emoji=False: Rich would turn ":thumbs_up:" in a file name into an emoji even without markup
+console = Console(emoji=False)
+err_console = Console(stderr=True, emoji=False)
 
 
 class OutputFormat(StrEnum):

@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -26,6 +25,7 @@ from rich.progress import (
 from rich.table import Table
 
 from remora.cli._app import OPTIONS, err_console
+from remora.cli._text import shown
 from remora.events import Event, ToolCallEvent, ToolResultEvent
 from remora.orchestration import PlannedJob, RunResult
 from remora.runner import AgentResult
@@ -43,14 +43,14 @@ class ToolCallPrinter:
         job = event.job_id or ""
         if isinstance(event, ToolCallEvent):
             arguments = _clip(json.dumps(event.arguments, ensure_ascii=False), 120)
-            self._calls[job] = f"[bold]{escape(event.tool)}[/]({escape(arguments)})"
+            self._calls[job] = f"[bold]{shown(event.tool)}[/]({shown(arguments)})"
         elif isinstance(event, ToolResultEvent):
-            call = self._calls.pop(job, f"[bold]{escape(event.tool)}[/]")
+            call = self._calls.pop(job, f"[bold]{shown(event.tool)}[/]")
             style = {"success": "green", "error": "red"}.get(event.outcome, "yellow")
             first = _one_line(event.summary, 100)
             err_console.print(
-                f"  [dim]{escape(job)}[/] turn {event.turn}: {call} "
-                f"-> [{style}]{event.outcome}[/]: {escape(first)}",
+                f"  [dim]{shown(job)}[/] turn {event.turn}: {call} "
+                f"-> [{style}]{shown(event.outcome)}[/]: {shown(first)}",
                 highlight=False,
             )
 
@@ -95,10 +95,10 @@ def job_line(job: PlannedJob, result: AgentResult) -> str:
     """``operation qualname (file:line): status - summary or error``, as Rich markup."""
     detail = result.error if result.status == "failed" else result.summary
     return (
-        f"{job.operation} {escape(job.node.qualname)} "
-        f"({escape(job.node.file_path)}:{job.node.start_line}): "
+        f"{job.operation} {shown(job.node.qualname)} "
+        f"({shown(job.node.file_path)}:{job.node.start_line}): "
         f"[{_STATUS_STYLE.get(result.status, '')}]{result.status}[/]"
-        + (f" - {escape(_one_line(detail))}" if detail else "")
+        + (f" - {shown(_one_line(detail))}" if detail else "")
     )
 
 
@@ -147,12 +147,12 @@ def results_table(result: RunResult) -> Table:
         style = _STATUS_STYLE.get(outcome.status, "")
         summary = outcome.error if outcome.status == "failed" else outcome.summary
         table.add_row(
-            escape(f"{job.node.qualname} ({job.node.file_path}:{job.node.start_line})"),
+            shown(f"{job.node.qualname} ({job.node.file_path}:{job.node.start_line})"),
             job.operation,
             f"[{style}]{outcome.status}[/]",
-            escape(_one_line(summary or "", 300)),
+            shown(_one_line(summary or "", 300)),
             str(outcome.telemetry.turns),
-            escape(", ".join(outcome.changed_files)),
+            shown(", ".join(outcome.changed_files)),
         )
     return table
 

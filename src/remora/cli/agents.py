@@ -17,6 +17,7 @@ from remora.cli._app import (
     console,
     load,
 )
+from remora.cli._text import shown, visible
 from remora.config import RemoraConfig
 
 if TYPE_CHECKING:
@@ -55,10 +56,10 @@ def list_agents_command(
     table.add_column("status", no_wrap=True)
     for row in rows:
         origin = "bundled" if row["source"] == "bundled" else "user"
-        agent = f"{row['name']}\n[dim]{origin}[/dim]"
+        agent = f"{shown(row['name'])}\n[dim]{origin}[/dim]"
         if row["operations"]:
-            agent += f"\n[cyan]ops: {', '.join(row['operations'])}[/cyan]"
-        tools = "\n".join(f"{tool['name']} ({tool['effect']})" for tool in row["tools"])
+            agent += f"\n[cyan]ops: {shown(', '.join(row['operations']))}[/cyan]"
+        tools = "\n".join(shown(f"{tool['name']} ({tool['effect']})") for tool in row["tools"])
         status = "[green]ok[/green]" if row["ok"] else f"[red]{len(row['problems'])} problem(s)"
         if row["shadowed_by"]:
             status += "\n[dim]shadowed[/dim]"
@@ -67,7 +68,7 @@ def list_agents_command(
             "\n".join(row["applies_to"]),
             tools,
             str(row["max_turns"] or ""),
-            Path(row["adapter"]).name if row["adapter"] else "none",
+            shown(Path(row["adapter"]).name) if row["adapter"] else "none",
             status,
         )
     console.print(table)
@@ -133,14 +134,17 @@ def validate_agents_command(
             assert check.definition is not None
             tools = ", ".join(f"{tool.name} ({tool.effect})" for tool in check.definition.tools)
             console.print(
-                f"[green]ok[/green]   {check.name}  [dim]{check.path}[/dim]\n       tools: {tools}",
+                f"[green]ok[/green]   {shown(check.name)}  [dim]{shown(check.path)}[/dim]\n"
+                f"       tools: {shown(tools)}",
                 highlight=False,
             )
             continue
-        console.print(f"[red]FAIL[/red] {check.name}  [dim]{check.path}[/dim]", highlight=False)
+        console.print(
+            f"[red]FAIL[/red] {shown(check.name)}  [dim]{shown(check.path)}[/dim]", highlight=False
+        )
         for problem in check.problems:
             console.print(
-                f"       {problem.render()}", markup=False, highlight=False, soft_wrap=True
+                f"       {visible(problem.render())}", markup=False, highlight=False, soft_wrap=True
             )
     summary = f"{len(checks)} agent(s) checked, {len(failed)} with problems"
     console.print(summary if failed else f"{summary}: all valid", highlight=False)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from remora.cli._app import (
     OPTIONS,
@@ -21,6 +20,7 @@ from remora.cli._app import (
     flag_overrides,
 )
 from remora.cli._app import load as load_config
+from remora.cli._text import shown, visible
 from remora.errors import RunnerError
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ def retry_command(
     manifest = service.reconcile(run_id)
     wanted = [job for job in manifest.jobs if job.review == "retry_requested"]
     if not wanted:
-        console.print(f"nothing is marked for retry in run {manifest.run_id}")
+        console.print(f"nothing is marked for retry in run {shown(manifest.run_id)}")
         return
     files = sorted({root / job.file_path for job in wanted if job.file_path})
     discovered = discover(files, config.discovery, root=root)
@@ -183,7 +183,7 @@ def _problems(plan: Plan) -> None:
     """Print what cannot run; RUN_021 when nothing can."""
     for problem in plan.problems:
         err_console.print(
-            f"RUN_020: {escape(problem.message)} ({escape(problem.hint)})",
+            f"RUN_020: {shown(problem.message)} ({shown(problem.hint)})",
             style="red",
             highlight=False,
             soft_wrap=True,
@@ -269,7 +269,7 @@ def _report(
         for record in result.manifest.jobs:
             if record.workspace_id and record.changed_files:
                 for text in service.diff(record.workspace_id).values():
-                    sys.stdout.write(text)
+                    sys.stdout.write(visible(text, multiline=True) if console.is_terminal else text)
     if output is OutputFormat.table:
         notes = []
         if config.tools.isolation == "none":
@@ -287,6 +287,6 @@ def _accept_all(manager: WorkspaceManager, result: RunResult) -> None:
             continue
         try:
             service.accept(record.workspace_id)
-            err_console.print(f"accepted {escape(record.workspace_id)}", highlight=False)
+            err_console.print(f"accepted {shown(record.workspace_id)}", highlight=False)
         except RemoraError as exc:
-            err_console.print(exc.render(), style="red", markup=False, highlight=False)
+            err_console.print(visible(exc.render()), style="red", markup=False, highlight=False)

@@ -12,6 +12,7 @@ import yaml
 from rich.table import Table
 
 from remora.cli._app import ConfigFormat, app, console, load
+from remora.cli._text import shown
 from remora.config import flatten_keys
 
 
@@ -39,13 +40,13 @@ def config_command(
         if output is ConfigFormat.json:
             sys.stdout.write(json.dumps(loaded.sources, indent=2) + "\n")
             return
-        table = Table(title=f"config file: {loaded.file or 'none found'}")
+        table = Table(title=f"config file: {shown(loaded.file or 'none found')}")
         table.add_column("key", style="bold", overflow="fold")
         table.add_column("value", overflow="fold")
         table.add_column("source", style="cyan")
         flat = flatten_keys(data)
         for key, origin in loaded.sources.items():
-            table.add_row(key, json.dumps(flat.get(key)), origin)
+            table.add_row(shown(key), shown(json.dumps(flat.get(key))), shown(origin))
         console.print(table)
         return
     if output is ConfigFormat.json:

@@ -18,6 +18,7 @@ from remora.cli._app import (
     err_console,
     load,
 )
+from remora.cli._text import shown
 from remora.discovery import DiscoveryResult, discover, find_project_root, target_path
 
 
@@ -50,7 +51,9 @@ def discover_command(
 
 
 def _render_discovery(result: DiscoveryResult) -> None:
-    table = Table(title=f"{len(result.nodes)} nodes in {result.files} files under {result.root}")
+    table = Table(
+        title=f"{len(result.nodes)} nodes in {result.files} files under {shown(result.root)}"
+    )
     table.add_column("type", style="cyan")
     table.add_column("qualname", style="bold", overflow="fold")
     table.add_column("location", overflow="fold")
@@ -58,11 +61,15 @@ def _render_discovery(result: DiscoveryResult) -> None:
     for node in result.nodes:
         table.add_row(
             node.node_type,
-            node.qualname,
-            f"{node.file_path}:{node.start_line}-{node.end_line}",
+            shown(node.qualname),
+            f"{shown(node.file_path)}:{node.start_line}-{node.end_line}",
             node.node_id,
         )
     console.print(table)
     for problem in result.problems:
         where = f"{problem.path}:{problem.line}" if problem.line else problem.path
-        console.print(f"[yellow]{problem.code}[/yellow] {where}: {problem.message}")
+        console.print(
+            f"[yellow]{problem.code}[/yellow] {shown(where)}: {shown(problem.message)}",
+            highlight=False,
+            soft_wrap=True,
+        )

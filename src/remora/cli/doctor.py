@@ -13,6 +13,7 @@ from rich.table import Table
 
 from remora.cli._app import FormatOption, OutputFormat, app, console
 from remora.cli._app import load as load_config
+from remora.cli._text import shown
 
 
 def _version(package: str) -> str:
@@ -63,13 +64,15 @@ def doctor_command(
         table.add_column("detail", overflow="fold")
         level = status.level or "REFUSED"
         style = {"bwrap": "green", "landlock": "yellow"}.get(level, "red")
-        table.add_row("isolation", f"[{style}]{level}[/]", f"{status.setting}: {status.reason}")
+        table.add_row(
+            "isolation", f"[{style}]{shown(level)}[/]", shown(f"{status.setting}: {status.reason}")
+        )
         for mechanism in status.mechanisms:
             state = "[green]available[/]" if mechanism.available else "[red]unavailable[/]"
-            table.add_row(f"  {mechanism.name}", state, mechanism.detail)
-        table.add_row("python", report["python"], sys.executable)
+            table.add_row(f"  {shown(mechanism.name)}", state, shown(mechanism.detail))
+        table.add_row("python", report["python"], shown(sys.executable))
         for name, version in report["tools"].items():
-            table.add_row(name, version, "")
+            table.add_row(name, shown(version), "")
         console.print(table)
     if status.level is None:
         raise typer.Exit(1)

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from remora.cli._app import OPTIONS, Backend, app, console, err_console, flag_overrides
+from remora.cli._text import shown, visible
 from remora.cli.analyze import split_ops
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def eval_command(
         report = run_eval(options, session=session, progress=progress)
     _render(report, output)
     if out is not None:
-        err_console.print(f"report written to {escape(str(out))}/report.md and report.json")
+        err_console.print(f"report written to {shown(str(out))}/report.md and report.json")
     if any(item.error for item in report.reports):
         raise typer.Exit(1)
 
@@ -146,7 +146,7 @@ class _Bars:
     ) -> None:
         if self.progress is None:
             if description and OPTIONS.verbosity >= 0:
-                err_console.print(f"{operation}: {escape(description)}", highlight=False)
+                err_console.print(f"{operation}: {shown(description)}", highlight=False)
             return
         if operation not in self.tasks:
             self.tasks[operation] = self.progress.add_task(operation, total=None, status="")
@@ -155,7 +155,7 @@ class _Bars:
         if total is not None:
             fields["total"] = total
         if description is not None:
-            fields["status"] = escape(description)
+            fields["status"] = shown(description)
         self.progress.update(task, **fields)  # type: ignore[arg-type]
 
 
@@ -183,12 +183,13 @@ def _render(report: EvalReport, output: EvalFormat) -> None:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
         return
     if output is EvalFormat.markdown:
-        sys.stdout.write(to_markdown(report))
+        text = to_markdown(report)
+        sys.stdout.write(visible(text, multiline=True) if console.is_terminal else text)
         return
-    console.print(f"[bold]Remora eval: {escape(report.package)}[/]  ({escape(report.model)})")
-    console.print(f"repeat with: {escape(report.command)}", highlight=False, soft_wrap=True)
+    console.print(f"[bold]Remora eval: {shown(report.package)}[/]  ({shown(report.model)})")
+    console.print(f"repeat with: {shown(report.command)}", highlight=False, soft_wrap=True)
     if report.test_suite is not None:
-        console.print(f"the package's own tests: {escape(report.test_suite.describe())}")
+        console.print(f"the package's own tests: {shown(report.test_suite.describe())}")
     for operation in report.reports:
         _render_operation(operation)
     console.print(f"\nwall time {report.wall_s:.0f} s", highlight=False)
@@ -205,17 +206,17 @@ def _render_operation(report: OperationReport) -> None:
 
     console.print()
     if report.error:
-        console.print(f"[bold]{report.operation}[/]: not measured: {escape(report.error)}")
+        console.print(f"[bold]{report.operation}[/]: not measured: {shown(report.error)}")
         return
     chosen = ", ".join(report.selection)
     title = f"{report.operation}: {counted(len(report.selection), report.unit)}"
     headers, rows = operation_rows(report)
     console.print(_table(title, headers, rows))
-    console.print(f"  {escape(chosen)}", style="dim", highlight=False, soft_wrap=True)
+    console.print(f"  {shown(chosen)}", style="dim", highlight=False, soft_wrap=True)
     if report.remora:
         console.print(_table(None, REMORA_HEADERS, remora_rows(report)))
     for note in operation_notes(report):
-        console.print(f"  - {escape(note)}", highlight=False, soft_wrap=True)
+        console.print(f"  - {shown(note)}", highlight=False, soft_wrap=True)
 
 
 def _table(title: str | None, headers: list[str], rows: list[list[str]]) -> Table:
@@ -223,5 +224,5 @@ def _table(title: str | None, headers: list[str], rows: list[list[str]]) -> Tabl
     for index, header in enumerate(headers):
         table.add_column(header, justify="left" if index == 0 else "right", overflow="fold")
     for row in rows:
-        table.add_row(*(escape(cell) for cell in row))
+        table.add_row(*(shown(cell) for cell in row))
     return table

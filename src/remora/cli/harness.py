@@ -24,6 +24,7 @@ from remora.cli._app import (
     flag_overrides,
     load,
 )
+from remora.cli._text import shown, visible
 from remora.discovery import discover, find_project_root, target_path
 from remora.errors import RunnerError
 
@@ -118,8 +119,10 @@ def harness_command(
         progress.advance(task)
         if not err_console.is_terminal and OPTIONS.verbosity >= 0:
             err_console.print(
-                f"[{finished}/{total}] {episode.variant} {episode.node}: {episode.status}"
-                f" in {episode.wall_s:.1f}s",
+                visible(
+                    f"[{finished}/{total}] {episode.variant} {episode.node}: {episode.status}"
+                    f" in {episode.wall_s:.1f}s"
+                ),
                 highlight=False,
                 markup=False,
             )
@@ -133,7 +136,7 @@ def harness_command(
         transient=True,
         disable=not err_console.is_terminal,
     ) as progress:
-        task = progress.add_task(f"{config.model.backend}", total=total)
+        task = progress.add_task(shown(config.model.backend), total=total)
 
         async def main() -> HarnessReport:
             cancel = asyncio.Event()
@@ -184,9 +187,9 @@ def _pct(value: float) -> str:
 
 def _render(report: HarnessReport) -> None:
     console.print(
-        f"[bold]{report.agent}[/bold] agent on [bold]{report.backend}[/bold]: "
+        f"[bold]{shown(report.agent)}[/bold] agent on [bold]{shown(report.backend)}[/bold]: "
         f"{report.requests} request(s) per variant, concurrency {report.concurrency}, "
-        f"temperature {report.temperature}, tool_choice {report.tool_choice}"
+        f"temperature {report.temperature}, tool_choice {shown(report.tool_choice)}"
     )
     calls = _table(
         "Tool calls",
@@ -202,7 +205,7 @@ def _render(report: HarnessReport) -> None:
     )
     for stats in report.variants:
         calls.add_row(
-            stats.variant,
+            shown(stats.variant),
             _pct(stats.success_rate),
             _pct(stats.tool_call_rate),
             _pct(stats.valid_call_rate),
@@ -211,7 +214,7 @@ def _render(report: HarnessReport) -> None:
             f"{stats.mean_turns:.1f}",
         )
         speed.add_row(
-            stats.variant,
+            shown(stats.variant),
             f"{stats.latency_p50_s:.2f}",
             f"{stats.latency_p95_s:.2f}",
             f"{stats.prompt_tokens_per_s:.0f}",
@@ -223,6 +226,6 @@ def _render(report: HarnessReport) -> None:
     failed = [episode for episode in report.episodes if episode.status != "success"]
     for episode in failed[:5]:
         console.print(
-            f"[yellow]{episode.variant}[/yellow] {episode.node}: {episode.status}"
-            f" ({episode.error or 'no error text'})"
+            f"[yellow]{shown(episode.variant)}[/yellow] {shown(episode.node)}: "
+            f"{shown(episode.status)} ({shown(episode.error or 'no error text')})"
         )

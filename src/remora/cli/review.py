@@ -12,7 +12,6 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.markup import escape
 from rich.prompt import Prompt
 from rich.rule import Rule
 from rich.syntax import Syntax
@@ -26,6 +25,7 @@ from remora.cli._app import (
     err_console,
     load,
 )
+from remora.cli._text import shown, visible
 from remora.discovery import find_project_root
 from remora.errors import RemoraError, WorkspaceError
 from remora.orchestration import JobRecord, ReviewService
@@ -68,11 +68,15 @@ def _service(project: Path | None) -> ReviewService:
 
 def _report_recovery(report: RecoveryReport) -> None:
     for workspace_id in report.completed:
-        err_console.print(f"recovered: finished the interrupted accept/undo of {workspace_id}")
+        err_console.print(
+            f"recovered: finished the interrupted accept/undo of {shown(workspace_id)}"
+        )
     for workspace_id in report.rolled_back:
-        err_console.print(f"recovered: rolled back the interrupted accept/undo of {workspace_id}")
+        err_console.print(
+            f"recovered: rolled back the interrupted accept/undo of {shown(workspace_id)}"
+        )
     for path in report.skipped_files:
-        err_console.print(f"[yellow]left as is (edited after the interruption):[/] {escape(path)}")
+        err_console.print(f"[yellow]left as is (edited after the interruption):[/] {shown(path)}")
 
 
 def _selected(
@@ -103,9 +107,9 @@ def _each(workspace_ids: list[str], action: str, apply: Callable[[str], str]) ->
             message = apply(workspace_id)
         except RemoraError as exc:
             failures += 1
-            err_console.print(exc.render(), style="red", markup=False, highlight=False)
+            err_console.print(visible(exc.render()), style="red", markup=False, highlight=False)
             continue
-        console.print(f"[green]{action}[/] {escape(workspace_id)}{escape(message)}")
+        console.print(f"[green]{action}[/] {shown(workspace_id)}{shown(message)}")
     if failures:
         err_console.print(f"{failures} of {len(workspace_ids)} workspace(s) not {action}")
         raise typer.Exit(1)
@@ -147,7 +151,9 @@ def runs_command(
     if not summaries:
         console.print("no runs recorded yet; 'remora analyze' creates one")
         return
-    table = Table(title=f"runs in {service.store.runs_dir}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(
+        title=f"runs in {shown(service.store.runs_dir)}", box=box.SIMPLE_HEAD, pad_edge=False
+    )
     table.add_column("run id", no_wrap=True, style="bold")
     table.add_column("started", no_wrap=True)
     table.add_column("status", no_wrap=True)
@@ -157,7 +163,7 @@ def runs_command(
     for summary in summaries:
         jobs = f"{summary.jobs} ({summary.failed} failed)" if summary.failed else str(summary.jobs)
         table.add_row(
-            summary.run_id,
+            shown(summary.run_id),
             time.strftime("%m-%d %H:%M", time.localtime(summary.created_at)),
             summary.status,
             jobs,
@@ -170,19 +176,23 @@ def runs_command(
 
 def _show_job(service: ReviewService, job: JobRecord, index: int, total: int) -> bool:
     """Print a job's header and highlighted diff; False when its workspace is gone."""
-    console.print(Rule(f"[{index}/{total}] {escape(job.operation)} · {escape(job.label)}"))
+    console.print(Rule(f"[{index}/{total}] {shown(job.operation)} · {shown(job.label)}"))
     if job.summary:
-        console.print(escape(job.summary))
-    console.print(f"workspace [cyan]{escape(job.workspace_id or '-')}[/]")
+        console.print(shown(job.summary, multiline=True))
+    console.print(f"workspace [cyan]{shown(job.workspace_id or '-')}[/]")
     if job.workspace_id is None:
         return False
     try:
         diffs = service.diff(job.workspace_id)
     except RemoraError as exc:
-        err_console.print(exc.render(), style="red", markup=False, highlight=False)
+        err_console.print(visible(exc.render()), style="red", markup=False, highlight=False)
         return False
     for text in diffs.values():
-        console.print(Syntax(text, "diff", theme="ansi_dark", background_color="default"))
+        console.print(
+            Syntax(
+                visible(text, multiline=True), "diff", theme="ansi_dark", background_color="default"
+            )
+        )
     if not diffs:
         console.print("(no file changes)")
     return True
@@ -231,9 +241,9 @@ def review_command(
     manifest = service.reconcile(run_id)
     jobs = manifest.pending_reviews(operation)
     if not jobs:
-        console.print(f"nothing to review in run {manifest.run_id}")
+        console.print(f"nothing to review in run {shown(manifest.run_id)}")
         return
-    console.print(f"run {manifest.run_id}: {len(jobs)} change(s) to review")
+    console.print(f"run {shown(manifest.run_id)}: {len(jobs)} change(s) to review")
     accept_all: set[str] = set()
     tally: Counter[str] = Counter()
     for index, job in enumerate(jobs, start=1):
@@ -245,7 +255,7 @@ def review_command(
             try:
                 choice = Prompt.ask(
                     f"[bold]a[/]ccept  [bold]r[/]eject  [bold]s[/]kip  re[bold]t[/]ry  "
-                    f"[bold]A[/]ccept all {escape(job.operation)}  [bold]q[/]uit",
+                    f"[bold]A[/]ccept all {shown(job.operation)}  [bold]q[/]uit",
                     choices=_CHOICES,
                     console=console,
                 )
@@ -260,12 +270,12 @@ def review_command(
             outcome = _decide(service, job, choice)
         except RemoraError as exc:
             tally["failed"] += 1
-            err_console.print(exc.render(), style="red", markup=False, highlight=False)
+            err_console.print(visible(exc.render()), style="red", markup=False, highlight=False)
             continue
         tally[_DECISIONS[choice]] += 1
-        console.print(f"{escape(job.workspace_id or '')}: {escape(outcome)}")
+        console.print(f"{shown(job.workspace_id or '')}: {shown(outcome)}")
     done = ", ".join(f"{count} {name}" for name, count in sorted(tally.items())) or "no decisions"
-    console.print(f"review of {manifest.run_id}: {done}")
+    console.print(f"review of {shown(manifest.run_id)}: {done}")
 
 
 @app.command("accept")
@@ -327,7 +337,7 @@ def undo_command(
     service = _service(project)
     report = service.undo(workspace_id)
     paths = ", ".join(item.path for item in report.restored) or "no files"
-    console.print(f"[green]undone[/] {escape(workspace_id)}: restored {escape(paths)}")
+    console.print(f"[green]undone[/] {shown(workspace_id)}: restored {shown(paths)}")
 
 
 @app.command("diff")
@@ -345,6 +355,7 @@ def diff_command(
     service = _service(project)
     text = "".join(service.diff(workspace_id, context).values())
     if console.is_terminal:
-        console.print(Syntax(text or "(no changes)\n", "diff", background_color="default"))
+        shown_text = visible(text, multiline=True) or "(no changes)\n"
+        console.print(Syntax(shown_text, "diff", background_color="default"))
     else:
         sys.stdout.write(text)

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from remora.cli._app import OPTIONS, app, console, err_console
 from remora.cli._app import load as load_config
+from remora.cli._text import shown
 from remora.cli.analyze import OPERATIONS_HELP, split_ops
 
 if TYPE_CHECKING:
@@ -56,18 +56,20 @@ def watch_command(
     model = create_client(config.model)
 
     def ready(nodes: int, files: int) -> None:
-        err_console.print(f"watching {nodes} nodes in {files} files under {root} (Ctrl-C stops)")
+        err_console.print(
+            f"watching {nodes} nodes in {files} files under {shown(root)} (Ctrl-C stops)"
+        )
 
     def problem(found: DiscoveryProblem) -> None:
         err_console.print(
-            f"[yellow]{found.code}: {escape(found.path)}: {escape(found.message)}[/]"
+            f"[yellow]{found.code}: {shown(found.path)}: {shown(found.message)}[/]"
             " - waiting for the next save",
             highlight=False,
         )
 
     def own(path: str) -> None:
         if OPTIONS.verbosity > 0:
-            err_console.print(f"{escape(path)}: written by an accept, not re-run")
+            err_console.print(f"{shown(path)}: written by an accept, not re-run")
 
     def done(job: PlannedJob, result: AgentResult) -> None:
         if OPTIONS.verbosity >= 0:
