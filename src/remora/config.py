@@ -67,8 +67,15 @@ class ModelConfig(_Section):
     base_url: str = "http://127.0.0.1:8000/v1"
     model_id: str = "remora"
     api_key_env: str = "REMORA_OPENAI_API_KEY"
-    request_timeout: float = Field(default=120.0, gt=0)
-    max_retries: int = Field(default=3, ge=0)
+    request_timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds one request to an OpenAI-compatible server may take in all "
+        "(connect, send, the whole reply); each retry gets as long again.",
+    )
+    max_retries: int = Field(
+        default=3, ge=0, description="Retries after a timeout, connection error, 429 or 5xx."
+    )
 
 
 class OperationConfig(_Section):
