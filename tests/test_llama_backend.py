@@ -108,9 +108,10 @@ def test_three_turn_episode_makes_only_valid_calls(embedded_llama: LlamaCppBacke
     assert usages[0].cached_prompt_tokens < usages[0].prompt_tokens
     for previous, usage in itertools.pairwise(usages):
         assert usage.prompt_tokens > previous.prompt_tokens
-        # the previous prompt and the generated call are reused as they are
-        reused = previous.prompt_tokens + previous.completion_tokens - 1
-        assert usage.cached_prompt_tokens == reused
+        # the previous prompt and the evaluated part of the call are reused as they are;
+        # the last sampled token and the text the grammar forced after it never were
+        assert previous.prompt_tokens < usage.cached_prompt_tokens
+        assert usage.cached_prompt_tokens <= previous.prompt_tokens + previous.completion_tokens - 1
         assert usage.cached_prompt_tokens < usage.prompt_tokens
         assert usage.completion_tokens > 0
 
@@ -139,7 +140,8 @@ def test_interleaved_conversations_keep_their_caches(embedded_llama: LlamaCppBac
         messages, one_valid_call(first.text, ["run_linter", "apply_fix", "submit_result"]), 0, {}
     )
     again = embedded_llama.generate(request(messages, "conv-a"))
-    assert again.cached_tokens == first.prompt_tokens + first.completion_tokens - 1
+    assert again.cached_tokens == first.prompt_tokens + first.evaluated_tokens
+    assert 0 <= first.evaluated_tokens < first.completion_tokens
     assert again.prompt_tokens - again.cached_tokens < 0.3 * again.prompt_tokens
 
 

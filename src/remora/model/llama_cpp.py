@@ -39,12 +39,14 @@ import ctypes
 import logging
 import math
 import os
+import queue
 import random
 import sys
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,11 +56,14 @@ import numpy as np
 from remora.errors import ModelError
 from remora.model.base import ModelRequest, ModelResponse, Usage
 from remora.model.defaults import GGUF_MAGIC, check_gguf
+from remora.model.forcing import GrammarCursor
 from remora.model.functiongemma import END_CALL, START_CALL, STOP_SEQUENCES, render_prompt
 from remora.model.grammar import CallGrammar, build_call_grammar
 
 TOP_CANDIDATES = 64
 """How many of the best tokens the grammar checks before falling back to all of them."""
+_FORCE_CHARS = 96
+"""The most text one jump-forward appends (it is evaluated in the next step's batch)."""
 
 
 def _bindings() -> Any:
@@ -120,6 +125,11 @@ class Generation:
     completion_tokens: int
     extended: bool = False
     grammar_fallbacks: int = 0
+    forced_tokens: int = 0
+    """Completion tokens the grammar forced (appended by jump-forward, not sampled)."""
+    evaluated_tokens: int = 0
+    """Completion tokens already in the KV cache; the rest are evaluated with the next
+    prompt of the conversation, which reuses the prompt and these."""
 
 
 @dataclass
@@ -166,7 +176,84 @@ class _Job:
     call_required: bool
     max_tokens: int
     temperature: float
+    jump_forward: bool = True
     cancel: threading.Event = field(default_factory=threading.Event)
+    future: Future[Generation] = field(default_factory=Future)
+
+    @property
+    def adapter_key(self) -> str | None:
+        """The adapter as the engine keys it (jobs sharing it can share forward passes)."""
+        return str(self.adapter.resolve()) if self.adapter is not None else None
+
+
+class _Run:
+    """One generation in flight on its KV sequence, advanced one sampled token at a time.
+
+    ``pending`` holds the tokens chosen but not yet evaluated: the last sampled token and
+    any text the grammar forced after it (jump-forward). The engine evaluates every run's
+    pending tokens in one batch, then calls :meth:`Engine._advance` with each run's logits.
+    """
+
+    def __init__(
+        self,
+        job: _Job,
+        slot: _Slot,
+        grammar: _Grammar | None,
+        n_prompt: int,
+        reuse: int,
+        room: int,
+    ) -> None:
+        self.job = job
+        self.slot = slot
+        self.grammar = grammar
+        self.cursor = (
+            GrammarCursor(job.grammar) if job.grammar is not None and job.jump_forward else None
+        )
+        self.n_prompt = n_prompt
+        self.reuse = reuse
+        self.room = room
+        self.budget = min(job.max_tokens, room)
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.text = ""
+        self.produced = 0
+        self.forced = 0
+        self.fallbacks = 0
+        self.extended = False
+        self.finish: str | None = None
+        self.pending: list[int] = []
+
+    @property
+    def done(self) -> bool:
+        return self.finish is not None
+
+    def add_text(self, piece: bytes) -> None:
+        text = self.decoder.decode(piece)
+        self.text += text
+        if self.cursor is not None:
+            self.cursor.feed(text)
+
+    def result(self) -> Generation:
+        self.text += self.decoder.decode(b"", final=True)
+        return Generation(
+            text=self.text,
+            finish_reason=self.finish or "length",
+            prompt_tokens=self.n_prompt,
+            cached_tokens=self.reuse,
+            completion_tokens=self.produced,
+            extended=self.extended,
+            grammar_fallbacks=self.fallbacks,
+            forced_tokens=self.forced,
+            evaluated_tokens=len(self.slot.tokens) - self.n_prompt,
+        )
+
+    def release(self) -> None:
+        if self.grammar is not None:
+            self.grammar.free()
+            self.grammar = None
+
+
+class _CacheFull(Exception):
+    """The KV cache has no room for this step and nothing idle could be evicted."""
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -302,6 +389,8 @@ class _Engine:
         self.full: _TokenData | None = None
         self.eos = int(lib.llama_vocab_eos(self.vocab))
         self.rng = random.Random(seed)
+        self.decodes = 0
+        """``llama_decode`` calls so far (batching shows as fewer of them)."""
         self.closed = False
 
     # tokens ---------------------------------------------------------------------------
@@ -426,16 +515,25 @@ class _Engine:
         return self._tokenize_bytes(data, add_bos=False, special=True)
 
     def _acquire(
-        self, conversation: str | None, adapter: str | None, prompt: list[int]
+        self,
+        conversation: str | None,
+        adapter: str | None,
+        prompt: list[int],
+        busy: frozenset[int] = frozenset(),
     ) -> tuple[_Slot, int]:
-        """The sequence for this conversation, holding the longest reusable prefix."""
+        """The sequence for this conversation, holding the longest reusable prefix.
+
+        Sequences in ``busy`` belong to generations in flight: they are never taken or
+        cleared, though a new sequence may copy a prefix they hold.
+        """
         self.clock += 1
-        slot = next((s for s in self.slots if conversation and s.owner == conversation), None)
+        free = [s for s in self.slots if s.seq not in busy]
+        slot = next((s for s in free if conversation and s.owner == conversation), None)
         if slot is not None and slot.adapter != adapter:
             self._clear(slot)
             slot.owner = conversation
         if slot is None:
-            slot = min(self.slots, key=lambda s: (bool(s.tokens), s.used))
+            slot = min(free, key=lambda s: (bool(s.tokens), s.used))
             self._clear(slot)
             slot.owner = conversation
         slot.adapter = adapter
@@ -469,44 +567,61 @@ class _Engine:
         for slot in self.slots:
             self._clear(slot)
 
-    def _evict_one(self, keep: _Slot) -> bool:
-        candidates = [s for s in self.slots if s is not keep and s.tokens]
+    def _evict_one(self, busy: frozenset[int]) -> bool:
+        candidates = [s for s in self.slots if s.seq not in busy and s.tokens]
         if not candidates:
             return False
         self._clear(min(candidates, key=lambda s: s.used))
         return True
 
-    def _decode(self, slot: _Slot, tokens: Sequence[int]) -> None:
+    def _decode(self, slot: _Slot, tokens: Sequence[int], busy: frozenset[int]) -> None:
         """Evaluate ``tokens`` after the slot's tokens; logits only for the last one."""
-        lib, batch = self.lib, self.batch
         start = 0
         while start < len(tokens):
             chunk = tokens[start : start + self.batch_size]
-            base = len(slot.tokens)
-            batch.n_tokens = len(chunk)
-            for i, token in enumerate(chunk):
-                batch.token[i] = token
-                batch.pos[i] = base + i
-                batch.n_seq_id[i] = 1
-                batch.seq_id[i][0] = slot.seq
-                batch.logits[i] = 0
-            batch.logits[len(chunk) - 1] = 1
+            self._evaluate([(slot, chunk)], busy)
+            start += len(chunk)
+
+    def _evaluate(self, work: Sequence[tuple[_Slot, Sequence[int]]], busy: frozenset[int]) -> None:
+        """One ``llama_decode`` of several sequences' tokens, with logits for each one's last.
+
+        When the cache is full an idle sequence is evicted and the batch retried;
+        ``_CacheFull`` when none is left. The logits of the i-th entry's last token are
+        at :meth:`_logits` ``(index)`` where index counts the tokens before it.
+        """
+        lib, batch = self.lib, self.batch
+        while True:
+            n = 0
+            for slot, tokens in work:
+                base = len(slot.tokens)
+                for i, token in enumerate(tokens):
+                    batch.token[n] = token
+                    batch.pos[n] = base + i
+                    batch.n_seq_id[n] = 1
+                    batch.seq_id[n][0] = slot.seq
+                    batch.logits[n] = i == len(tokens) - 1
+                    n += 1
+            batch.n_tokens = n
+            self.decodes += 1
             status = lib.llama_decode(self.ctx, batch)
-            if status == 1 and self._evict_one(slot):
-                continue
+            if status == 1:
+                if self._evict_one(busy):
+                    continue
+                raise _CacheFull
             if status != 0:
                 raise ModelError(
                     "MODEL_021",
                     f"llama.cpp failed to evaluate the prompt (status {status})",
                     "raise model.context_size, or run fewer agents at once",
                 )
-            slot.extend(chunk, [self.piece(token) for token in chunk])
-            start += len(chunk)
+            for slot, tokens in work:
+                slot.extend(tokens, [self.piece(token) for token in tokens])
+            return
 
     # sampling -------------------------------------------------------------------------
 
-    def _logits(self) -> Any:
-        pointer = self.lib.llama_get_logits_ith(self.ctx, -1)
+    def _logits(self, index: int = -1) -> Any:
+        pointer = self.lib.llama_get_logits_ith(self.ctx, index)
         return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
 
     def _full(self) -> _TokenData:
@@ -525,9 +640,10 @@ class _Engine:
         weights /= weights.sum()
         return int(self.rng.choices(range(len(weights)), weights=weights.tolist())[0])
 
-    def _sample(self, grammar: _Grammar | None, temperature: float) -> tuple[int, bool]:
+    def _sample(
+        self, logits: Any, grammar: _Grammar | None, temperature: float
+    ) -> tuple[int, bool]:
         """The next token and whether the grammar forced a fallback."""
-        logits = self._logits()
         if temperature <= 0.0:
             token = int(np.argmax(logits))
         else:
@@ -556,6 +672,18 @@ class _Engine:
     # generation -----------------------------------------------------------------------
 
     def generate(self, job: _Job) -> Generation:
+        """One generation on its own, start to finish (benchmarks, tests, scripts)."""
+        run = self.begin(job)
+        try:
+            while not run.done:
+                self.step([run])
+            return run.result()
+        finally:
+            run.release()
+
+    def begin(self, job: _Job, busy: frozenset[int] = frozenset()) -> _Run:
+        """Start ``job`` on a sequence outside ``busy``: evaluate its prompt (with any text
+        the grammar forces before the first sampled token) and sample that token."""
         adapter = self.load_adapter(job.adapter) if job.adapter is not None else None
         key = adapter.key if adapter else None
         prompt = self._prompt_tokens(job.prompt, job.conversation, key)
@@ -567,63 +695,91 @@ class _Engine:
                 "minus model.max_tokens, but never trims the system prompt or node context",
             )
         self.use_adapter(adapter)
-        slot, reuse = self._acquire(job.conversation, key, prompt)
-        self._decode(slot, prompt[reuse:])
+        slot, reuse = self._acquire(job.conversation, key, prompt, busy)
         grammar = _Grammar(self, job.grammar) if job.grammar is not None else None
+        run = _Run(job, slot, grammar, len(prompt), reuse, self.context_size - len(prompt))
         try:
-            return self._run(job, slot, grammar, len(prompt), reuse)
-        finally:
-            if grammar is not None:
-                grammar.free()
+            forced = self._force(run)
+            self._decode(slot, prompt[reuse:] + forced, busy | {slot.seq})
+            self._advance(run, self._logits())
+        except BaseException:
+            run.release()
+            raise
+        return run
 
-    def _run(
-        self, job: _Job, slot: _Slot, grammar: _Grammar | None, n_prompt: int, reuse: int
-    ) -> Generation:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        text = ""
-        room = self.context_size - n_prompt
-        budget = min(job.max_tokens, room)
-        produced = 0
-        fallbacks = 0
-        extended = False
-        finish = "length"
-        while True:
-            if produced >= budget:
-                if extended or budget >= room or not self._inside_call(text, grammar, job):
-                    break
-                extended = True
-                budget = min(budget + job.max_tokens, room)
-            if job.cancel.is_set():
-                finish = "cancelled"
+    def step(self, runs: Sequence[_Run]) -> None:
+        """Evaluate every run's pending tokens in one batch, then advance each run."""
+        live = [run for run in runs if not run.done]
+        if not live:
+            return
+        busy = frozenset(run.slot.seq for run in runs)
+        work = [(run.slot, run.pending) for run in live]
+        self._evaluate(work, busy)
+        index = -1
+        for run in live:
+            index += len(run.pending)
+            run.pending = []
+            self._advance(run, self._logits(index))
+
+    def _advance(self, run: _Run, logits: Any) -> None:
+        """Sample ``run``'s next token from ``logits`` and decide whether it is done."""
+        job, grammar = run.job, run.grammar
+        if run.produced >= run.budget:
+            if (
+                run.extended
+                or run.budget >= run.room
+                or not self._inside_call(run.text, grammar, job)
+            ):
+                run.finish = "length"
+                return
+            run.extended = True
+            run.budget = min(run.budget + job.max_tokens, run.room)
+        if job.cancel.is_set():
+            run.finish = "cancelled"
+            return
+        token, fallback = self._sample(logits, grammar, job.temperature)
+        run.fallbacks += fallback
+        run.produced += 1
+        if self.lib.llama_vocab_is_eog(self.vocab, token):
+            run.finish = "stop"
+            return
+        if grammar is not None:
+            grammar.accept(token)
+        run.add_text(self.piece(token))
+        if self._finished(run):
+            return
+        run.pending = [token, *self._force(run)]
+        self._finished(run)
+
+    def _finished(self, run: _Run) -> bool:
+        """Whether the text so far ends the run (a stop sequence, or a complete call)."""
+        grammar = run.grammar
+        stop = self._stop_index(run.text, grammar, run.job.call_required)
+        if stop is not None:
+            run.text = run.text[:stop]
+            run.finish = "stop"
+        elif grammar is not None and run.text.endswith(END_CALL) and grammar.allows(self.eos):
+            run.finish = "stop"
+        return run.done
+
+    def _force(self, run: _Run) -> list[int]:
+        """Tokens of the text the grammar forces next, accepted and added to the output."""
+        if run.cursor is None or run.grammar is None:
+            return []
+        text = run.cursor.forced(min(_FORCE_CHARS, run.budget - run.produced))
+        if not text:
+            return []
+        tokens = self.tokenize(text, special=True)
+        for count, token in enumerate(tokens):
+            if not run.grammar.allows(token):
+                run.cursor = None  # the cursor and llama.cpp disagree: stop forcing
+                tokens = tokens[:count]
                 break
-            token, forced = self._sample(grammar, job.temperature)
-            fallbacks += forced
-            produced += 1
-            if self.lib.llama_vocab_is_eog(self.vocab, token):
-                finish = "stop"
-                break
-            if grammar is not None:
-                grammar.accept(token)
-            text += decoder.decode(self.piece(token))
-            stop = self._stop_index(text, grammar, job.call_required)
-            if stop is not None:
-                text = text[:stop]
-                finish = "stop"
-                break
-            if grammar is not None and text.endswith(END_CALL) and grammar.allows(self.eos):
-                finish = "stop"
-                break
-            self._decode(slot, [token])
-        text += decoder.decode(b"", final=True)
-        return Generation(
-            text=text,
-            finish_reason=finish,
-            prompt_tokens=n_prompt,
-            cached_tokens=reuse,
-            completion_tokens=produced,
-            extended=extended,
-            grammar_fallbacks=fallbacks,
-        )
+            run.grammar.accept(token)
+            run.add_text(self.piece(token))
+        run.produced += len(tokens)
+        run.forced += len(tokens)
+        return tokens
 
     @staticmethod
     def _inside_call(text: str, grammar: _Grammar | None, job: _Job) -> bool:
@@ -675,7 +831,17 @@ def verify_adapter_file(path: Path) -> None:
 
 
 class LlamaCppBackend:
-    """A ``ModelClient`` over one in-process llama.cpp model shared by every agent."""
+    """A ``ModelClient`` over one in-process llama.cpp model shared by every agent.
+
+    One scheduler thread owns the engine. Concurrent requests that use the same adapter
+    (or none) are decoded together: each step evaluates one token (plus any forced text)
+    of every generation in flight in a single ``llama_decode``, so concurrent jobs share
+    forward passes; every generation gets one token per step, and a new request joins at
+    the next step once a sequence is free. Requests for another adapter wait until the
+    generations in flight finish (first come, first served: a request at the head of the
+    queue is never overtaken by later ones). When the KV cache fills up with every
+    sequence in use, the longest generation is set back and restarted later.
+    """
 
     def __init__(
         self,
@@ -685,6 +851,7 @@ class LlamaCppBackend:
         threads: int | None = None,
         batch_size: int = 512,
         grammar: bool = True,
+        jump_forward: bool = True,
         use_adapters: bool = True,
         sequences: int = 4,
         cache_tokens: int | None = None,
@@ -694,6 +861,7 @@ class LlamaCppBackend:
         check_gguf(model_path)
         self.model_path = model_path
         self.grammar = grammar
+        self.jump_forward = jump_forward
         self.use_adapters = use_adapters
         self._settings: dict[str, Any] = {
             "context_size": context_size,
@@ -706,7 +874,8 @@ class LlamaCppBackend:
         }
         self._engine: _Engine | None = None
         self._load_lock = threading.Lock()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="remora-llama")
+        self._inbox: queue.SimpleQueue[_Job | _Task | None] = queue.SimpleQueue()
+        self._scheduler: threading.Thread | None = None
         self._closed = False
 
     @property
@@ -720,6 +889,11 @@ class LlamaCppBackend:
             if self._engine is None:
                 self._engine = _Engine(self.model_path, **self._settings)
             return self._engine
+
+    @property
+    def threads(self) -> int:
+        """The CPU threads llama.cpp decodes with."""
+        return int(self._settings["threads"])
 
     def load(self) -> None:
         """Load the model now instead of on the first request."""
@@ -762,22 +936,22 @@ class LlamaCppBackend:
             call_required=required,
             max_tokens=request.max_tokens,
             temperature=request.temperature,
+            jump_forward=self.jump_forward,
         )
 
     def generate(self, request: ModelRequest) -> Generation:
-        """Blocking generation on the calling thread (benchmarks, scripts)."""
+        """Blocking generation on the calling thread (benchmarks, scripts); not concurrent
+        with :meth:`complete`."""
         return self.engine.generate(self.job(request))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         job = self.job(request)
         started = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, self._run_job, job)
+        self._submit(job)
         try:
-            result = await asyncio.shield(future)
+            result = await asyncio.shield(asyncio.wrap_future(job.future))
         except asyncio.CancelledError:
             job.cancel.set()
-            future.add_done_callback(_consume)
             raise
         return ModelResponse(
             content=result.text,
@@ -792,12 +966,94 @@ class LlamaCppBackend:
         )
 
     def clear_cache(self) -> None:
-        """Drop every conversation's KV cache (after queued requests finish)."""
-        if self._engine is not None:
-            self._executor.submit(self._engine.clear_cache).result()
+        """Drop every conversation's KV cache (once the generations in flight finish)."""
+        if self._engine is not None and not self._closed:
+            task = _Task(self._engine.clear_cache)
+            self._submit(task)
+            task.future.result()
 
-    def _run_job(self, job: _Job) -> Generation:
-        return self.engine.generate(job)
+    def _submit(self, item: _Job | _Task) -> None:
+        with self._load_lock:
+            if self._closed:
+                raise ModelError(
+                    "MODEL_021", "the llama.cpp backend is closed", "create a new backend"
+                )
+            if self._scheduler is None:
+                self._scheduler = threading.Thread(
+                    target=self._serve, name="remora-llama", daemon=True
+                )
+                self._scheduler.start()
+        self._inbox.put(item)
+
+    def _serve(self) -> None:
+        """The scheduler thread: admit waiting jobs, step the generations in flight."""
+        waiting: deque[_Job] = deque()
+        tasks: deque[_Task] = deque()
+        active: list[_Run] = []
+        group: str | None = None
+        stopping = False
+        while not (stopping and not waiting and not active and not tasks):
+            block = not (waiting or active or tasks) and not stopping
+            for item in _drain(self._inbox, block):
+                if item is None:
+                    stopping = True
+                elif isinstance(item, _Task):
+                    tasks.append(item)
+                else:
+                    waiting.append(item)
+            if not active:
+                while tasks:
+                    tasks.popleft().run()
+            for job in [job for job in waiting if job.cancel.is_set()]:
+                waiting.remove(job)
+                job.future.cancel()
+            if not (waiting or active):
+                continue
+            try:
+                engine = self.engine
+            except ModelError as exc:
+                for job in waiting:
+                    job.future.set_exception(exc)
+                waiting.clear()
+                continue
+            if not active and waiting:
+                group = waiting[0].adapter_key
+            while waiting and len(active) < len(engine.slots) and waiting[0].adapter_key == group:
+                job = waiting.popleft()
+                try:
+                    run = engine.begin(job, frozenset(r.slot.seq for r in active))
+                except _CacheFull:
+                    waiting.appendleft(job)
+                    if not active:
+                        job = waiting.popleft()
+                        job.future.set_exception(_cache_error())
+                    break
+                except BaseException as exc:
+                    job.future.set_exception(exc)
+                    continue
+                active.append(run)
+            try:
+                engine.step(active)
+            except _CacheFull:
+                longest = max(active, key=lambda r: len(r.slot.tokens))
+                active.remove(longest)
+                longest.release()
+                engine._clear(longest.slot)
+                if active:
+                    waiting.appendleft(longest.job)
+                else:
+                    longest.job.future.set_exception(_cache_error())
+                continue
+            except BaseException as exc:
+                for run in active:
+                    run.release()
+                    run.job.future.set_exception(exc)
+                active = []
+                continue
+            for run in [run for run in active if run.done]:
+                active.remove(run)
+                run.release()
+                run.job.future.set_result(run.result())
 
     async def aclose(self) -> None:
         loop = asyncio.get_running_loop()
@@ -805,15 +1061,47 @@ class LlamaCppBackend:
 
     def close(self) -> None:
         """Finish queued requests, then free the model."""
-        self._executor.shutdown(wait=True)
         with self._load_lock:
+            scheduler = self._scheduler
             self._closed = True
+        if scheduler is not None:
+            self._inbox.put(None)
+            scheduler.join()
+        with self._load_lock:
             if self._engine is not None:
                 self._engine.close()
                 self._engine = None
 
 
-def _consume(future: asyncio.Future[Generation]) -> None:
-    """Retrieve the outcome of an abandoned generation so asyncio does not warn about it."""
-    if not future.cancelled():
-        future.exception()
+@dataclass
+class _Task:
+    """Work that must run on the scheduler thread between generations (clearing the cache)."""
+
+    call: Callable[[], None]
+    future: Future[None] = field(default_factory=Future)
+
+    def run(self) -> None:
+        try:
+            self.call()
+        except BaseException as exc:
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(None)
+
+
+def _drain(inbox: queue.SimpleQueue[_Job | _Task | None], block: bool) -> list[_Job | _Task | None]:
+    """Everything queued now; with ``block``, wait for at least one item first."""
+    items = [inbox.get()] if block else []
+    while True:
+        try:
+            items.append(inbox.get_nowait())
+        except queue.Empty:
+            return items
+
+
+def _cache_error() -> ModelError:
+    return ModelError(
+        "MODEL_021",
+        "the KV cache cannot hold this generation",
+        "raise model.context_size, or run fewer agents at once",
+    )
