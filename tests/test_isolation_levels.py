@@ -175,6 +175,8 @@ def test_doctor_reports_the_level_in_a_real_process(tmp_path: Path) -> None:
             str(remora),
             "--set",
             "tools.isolation=landlock",
+            "--set",
+            "model.threads=3",
             "doctor",
             str(tmp_path),
             "--format",
@@ -189,6 +191,8 @@ def test_doctor_reports_the_level_in_a_real_process(tmp_path: Path) -> None:
     report = json.loads(done.stdout)
     assert report["isolation"]["level"] == "landlock"
     assert report["isolation"]["mechanisms"]["bwrap"]["available"] is True
+    assert report["model"]["threads"] == 3
+    assert "model.threads" in report["model"]["threads_reason"]
 
 
 def test_doctor_exits_1_when_project_code_could_not_run(

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from remora.model import llama_cpp
 from remora.model.base import Message, ModelRequest
 from remora.model.llama_cpp import LlamaCppBackend
 from remora.runner.parsing import parse_functiongemma_calls
@@ -85,3 +88,12 @@ def test_a_cancelled_request_leaves_the_others_running(embedded_llama: LlamaCppB
         return (await second).raw_text
 
     assert valid(asyncio.run(scenario()))
+
+
+def test_threads_default_to_half_the_cpus_and_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(llama_cpp, "usable_cpus", lambda: 8)
+    assert llama_cpp.thread_choice(None) == (4, llama_cpp.thread_choice(None)[1])
+    assert "8 usable CPUs" in llama_cpp.thread_choice(None)[1]
+    monkeypatch.setattr(llama_cpp, "usable_cpus", lambda: 1)
+    assert llama_cpp.thread_choice(None)[0] == 1
+    assert llama_cpp.thread_choice(6) == (6, "set by model.threads")

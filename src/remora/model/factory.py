@@ -38,6 +38,7 @@ def create_client(config: ModelConfig, environ: Mapping[str, str] | None = None)
             threads=config.threads,
             batch_size=config.batch_size,
             grammar=config.grammar,
+            jump_forward=config.jump_forward,
             use_adapters=config.use_adapters,
         )
     from remora.model.openai_http import OpenAIBackend

@@ -106,12 +106,67 @@ def _install_log_callback(lib: Any, verbose: bool) -> None:
     lib.llama_log_set(callback, ctypes.c_void_p(0))
 
 
-def default_threads() -> int:
-    """All CPUs this process may use: llama.cpp decoding is compute bound."""
+class _ThreadpoolParams(ctypes.Structure):
+    """ggml's ``struct ggml_threadpool_params`` (ggml.h), which llama-cpp-python does not bind."""
+
+    _fields_ = [
+        ("cpumask", ctypes.c_bool * 512),
+        ("n_threads", ctypes.c_int),
+        ("prio", ctypes.c_int),
+        ("poll", ctypes.c_uint32),
+        ("strict_cpu", ctypes.c_bool),
+        ("paused", ctypes.c_bool),
+    ]
+
+
+def _threadpool(lib: Any, threads: int, poll: int) -> Any:
+    """A ggml CPU threadpool whose idle threads poll at level ``poll`` (0 sleeps at once,
+    llama.cpp's default is 50); None when the library lacks the symbols."""
+    raw = getattr(lib, "_lib", None)
+    if raw is None or not hasattr(raw, "ggml_threadpool_new"):
+        return None
+    raw.ggml_threadpool_params_default.restype = _ThreadpoolParams
+    raw.ggml_threadpool_params_default.argtypes = [ctypes.c_int]
+    raw.ggml_threadpool_new.restype = ctypes.c_void_p
+    raw.ggml_threadpool_new.argtypes = [ctypes.POINTER(_ThreadpoolParams)]
+    raw.ggml_threadpool_free.argtypes = [ctypes.c_void_p]
+    raw.llama_attach_threadpool.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    params = raw.ggml_threadpool_params_default(threads)
+    params.poll = poll
+    pool = raw.ggml_threadpool_new(ctypes.byref(params))
+    return pool or None
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def default_threads() -> int:
+    """Half the usable CPUs (at least one); see :func:`thread_choice` for why."""
+    return max(1, usable_cpus() // 2)
+
+
+def thread_choice(configured: int | None) -> tuple[int, str]:
+    """The threads llama.cpp decodes with, and why (``remora doctor`` shows both).
+
+    llama.cpp's threads meet at a barrier after every operation of a forward pass, so one
+    thread that shares its core with another busy process stalls all of them: on a 2-core
+    machine with one core kept busy, 2 threads generated 4.5 tokens/s and 1 thread 34-75
+    (``benchmarks/bench_serving.py`` measures it; the idle threads' wait policy, ggml's
+    ``poll`` level, made no difference). Half the CPUs leaves the other half for the
+    tools, the tests they run and the user's own work.
+    """
+    if configured:
+        return configured, "set by model.threads"
+    cpus = usable_cpus()
+    return default_threads(), (
+        f"half of the {cpus} usable CPUs, so generation keeps its pace when other "
+        "processes are busy (set model.threads to change it)"
+    )
 
 
 @dataclass
@@ -340,6 +395,7 @@ class _Engine:
         batch_size: int,
         seed: int,
         verbose: bool,
+        poll: int | None = None,
     ) -> None:
         lib = _bindings()
         self.lib = lib
@@ -378,6 +434,9 @@ class _Engine:
                 "lower model.context_size or free memory",
             )
         self.ctx = ctx
+        self.threadpool = _threadpool(lib, threads, poll) if poll is not None else None
+        if self.threadpool is not None:
+            lib._lib.llama_attach_threadpool(ctx, self.threadpool, self.threadpool)
         self.memory = lib.llama_get_memory(ctx)
         self.batch_size = batch_size
         self.batch = lib.llama_batch_init(batch_size, 0, 1)
@@ -810,6 +869,8 @@ class _Engine:
         self.adapters.clear()
         lib.llama_batch_free(self.batch)
         lib.llama_free(self.ctx)
+        if self.threadpool is not None:
+            lib._lib.ggml_threadpool_free(self.threadpool)
         lib.llama_model_free(self.model)
 
 
@@ -857,6 +918,7 @@ class LlamaCppBackend:
         cache_tokens: int | None = None,
         seed: int = 0,
         verbose: bool = False,
+        poll: int | None = None,
     ) -> None:
         check_gguf(model_path)
         self.model_path = model_path
@@ -867,10 +929,11 @@ class LlamaCppBackend:
             "context_size": context_size,
             "cache_tokens": cache_tokens or 2 * context_size,
             "sequences": max(1, sequences),
-            "threads": threads or default_threads(),
+            "threads": thread_choice(threads)[0],
             "batch_size": batch_size,
             "seed": seed,
             "verbose": verbose,
+            "poll": poll,
         }
         self._engine: _Engine | None = None
         self._load_lock = threading.Lock()
