@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
+from remora.config import ToolsConfig
 from remora.errors import ToolError, WorkspaceError
 from remora.regular_files import FileTooLargeError, NotRegularFileError, read_regular_file
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.files import read_file, read_lines, search_content, write_file
-from remora.workspace import overlay
+from remora.workspace import WorkspaceManager
 from tests.stores import capability_context, write_tree
 from tests.support.timed import run_timed
 
@@ -142,16 +143,19 @@ def test_search_content_skips_fifos_and_names_them(
     assert _snapshot(root) == before
 
 
-def test_reads_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reads_are_bounded(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "big", {"big.txt": "a" * 3000, "small.txt": "needle"})
-    monkeypatch.setattr(overlay, "MAX_READ_BYTES", 1000)
-    big_ctx = capability_context(root)
+    store = WorkspaceManager(root, max_read_bytes=1000).create("test", "big")
+    big_ctx = CapabilityContext(store=store, config=ToolsConfig(), system={})
     with pytest.raises(ToolError) as info:
         read_file(big_ctx, "big.txt")
     assert info.value.code == "TOOL_108" and "big.txt" in info.value.message
+    assert "workspace.max_read_mb" in info.value.message
     found = search_content(big_ctx, "needle")
     assert [m["path"] for m in found["matches"]] == ["small.txt"]
-    assert found["skipped"] == ["'big.txt' is too large to read (larger than 1000 bytes)"]
+    assert found["skipped"] == [
+        "'big.txt' is too large to read (larger than 1000 bytes, the workspace.max_read_mb limit)"
+    ]
     with pytest.raises(FileTooLargeError):
         read_regular_file(root / "big.txt", limit=10)
     with pytest.raises(NotRegularFileError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -287,8 +288,9 @@ def test_a_failing_finalizer_leaves_a_journal_that_recovery_completes(
             raise OSError("manifest disk full")
 
     review = WorkspaceReview(manager, after_apply=flaky)
-    with pytest.raises(OSError):
+    with pytest.raises(WorkspaceError) as info:
         review.accept(workspace_id)
+    assert info.value.code == "WS_014" and "were applied" in info.value.message
     assert (project / "pkg" / "mod.py").read_bytes() == b"new\n"
     assert list(manager.journal_dir.glob("*.json"))
     report = review.recover()
@@ -302,10 +304,10 @@ def test_a_file_edited_between_crash_and_recovery_is_left_alone(
 ) -> None:
     target = project / "pkg" / "mod.py"
 
-    def crash(_journal: object) -> None:
+    def crash(_journal: object, _skipped: object) -> None:
         raise KeyboardInterrupt
 
-    ops = [FileOp(path="pkg/mod.py", data=b"new\n", old_sha256=None)]
+    ops = [FileOp(path="pkg/mod.py", data=b"new\n", old_sha256=hashlib.sha256(MOD).hexdigest())]
     with pytest.raises(KeyboardInterrupt):
         apply_journaled(project, manager.journal_dir, "accept", "lint-n", ops, crash)
     target.write_bytes(b"user typed this after the crash\n")

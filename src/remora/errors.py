@@ -93,7 +93,13 @@ class WorkspaceError(RemoraError):
     storage unreadable, WS_008 interactive review needs a terminal, WS_009 unknown run
     id or no runs, WS_010 run manifest unreadable, WS_011 review lock held by another
     process too long, WS_012 workspace already exists, WS_013 workspace used after
-    close, WS_014 an interrupted accept/undo cannot be completed.
+    close, WS_014 an interrupted accept/undo cannot be completed (or its files were
+    applied but recording it failed; the next command finishes it), WS_015 no space left
+    on the device (disk or quota full) writing the project or Remora's state, WS_016 a
+    workspace database locked by another process past the busy timeout, WS_017 a project
+    file or directory, or Remora's state, cannot be written or read (read-only, immutable,
+    permission denied, I/O error), WS_018 a write would take a workspace past
+    ``workspace.max_mb``.
     """
 
     prefix = "WS"

@@ -43,11 +43,21 @@ def normalize_path(path: str) -> str:
 
 
 def resolve_inside(root: Path, relative: str) -> Path:
-    """``root / relative`` after checking that no symlink on the way leads outside ``root``."""
+    """``root / relative`` after checking that no symlink on the way leads outside ``root``.
+
+    A symlink loop on the way is WS_001 too (``Path.resolve`` raises RuntimeError or OSError).
+    """
     relative = normalize_path(relative) if relative else ""
     base = root.resolve()
     target = (base / relative) if relative else base
-    resolved = target.resolve()
+    try:
+        resolved = target.resolve()
+    except (RuntimeError, OSError) as exc:
+        raise WorkspaceError(
+            "WS_001",
+            f"path {relative!r} cannot be resolved: {exc}",
+            "a symbolic link on the way points back at itself; leave this path alone",
+        ) from None
     if resolved != base and base not in resolved.parents:
         raise WorkspaceError(
             "WS_001",

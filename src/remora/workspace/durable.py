@@ -1,7 +1,9 @@
 """Durable file primitives: content hashes, fsync'd writes, atomic replacement, the review lock.
 
 Everything that must survive ``kill -9`` or a power cut goes through here, so the
-ordering rules (write, fsync the file, rename, fsync the directory) live in one place.
+ordering rules (write, fsync the file, rename, fsync the directory) live in one place,
+and so does the mapping of OS failures to coded errors (:func:`os_failure`): no space is
+WS_015, a file or directory that cannot be written is WS_017.
 """
 
 from __future__ import annotations
@@ -11,12 +13,48 @@ import fcntl
 import hashlib
 import os
 import secrets
+import stat
 import threading
 import time
 from pathlib import Path
 from types import TracebackType
 
 from remora.errors import WorkspaceError
+from remora.regular_files import NotRegularFileError, file_kind, read_regular_file
+
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""errno values that mean the disk (or the user's disk quota) is full."""
+_HASH_CHUNK = 1024 * 1024
+
+
+def os_failure(exc: OSError, doing: str) -> WorkspaceError:
+    """The coded error for an OS call that failed while ``doing`` (``"accept lint-x"``).
+
+    No space (ENOSPC, EDQUOT) is WS_015 whatever was being written; anything else
+    (permission denied, read-only or immutable file system, an I/O error) is WS_017,
+    naming the path the OS named.
+    """
+    where = f"{exc.filename}: " if exc.filename else ""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in NO_SPACE_ERRNOS:
+        return no_space_error(doing, f"{where}{reason}")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = (
+            "make it writable (chmod u+w; chattr -i for an immutable file or directory; "
+            "a read-only file system must be remounted), then try again"
+        )
+    else:
+        hint = "check the file system (the system log may say more), then try again"
+    return WorkspaceError("WS_017", f"cannot {doing}: {where}{reason}", hint)
+
+
+def no_space_error(doing: str, detail: str) -> WorkspaceError:
+    """WS_015: the disk or the disk quota is full (never reported as corrupt storage)."""
+    return WorkspaceError(
+        "WS_015",
+        f"no space left on the device to {doing}: {detail}",
+        "free some disk space (or raise your disk quota), then run the command again",
+    )
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -24,18 +62,47 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_optional(path: Path) -> bytes | None:
-    """File content, or None when nothing is there (a directory raises IsADirectoryError)."""
+def read_optional(path: Path, limit: int) -> bytes | None:
+    """A regular file's content, or None when nothing is there.
+
+    Bounded like every read of a user's file: a directory raises IsADirectoryError, a FIFO
+    or device NotRegularFileError (never opened, so it cannot block), a file over ``limit``
+    bytes FileTooLargeError.
+    """
     try:
-        return path.read_bytes()
+        return read_regular_file(path, limit)
     except FileNotFoundError:
         return None
 
 
 def file_sha256(path: Path) -> str | None:
-    """Hex sha256 of a file's content, or None when it does not exist."""
-    data = read_optional(path)
-    return None if data is None else sha256_bytes(data)
+    """Hex sha256 of a regular file's content (streamed, any size), None when nothing is there.
+
+    A directory raises IsADirectoryError; a FIFO or device NotRegularFileError, checked
+    before opening and again on the descriptor, so hashing never blocks.
+    """
+    try:
+        _check_regular(os.stat(path).st_mode, path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    try:
+        _check_regular(os.fstat(fd).st_mode, path)
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, _HASH_CHUNK):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
+def _check_regular(mode: int, path: Path) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(
+            errno.EINVAL, f"not a regular file but {file_kind(mode)}", str(path)
+        )
 
 
 def file_mode(path: Path) -> int | None:
@@ -62,7 +129,10 @@ def fsync_dir(path: Path) -> None:
 
 
 def write_durable(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Create ``path`` exclusively, write ``data`` and fsync it; ``mode`` sets permission bits."""
+    """Create ``path`` exclusively, write ``data`` and fsync it; ``mode`` sets permission bits.
+
+    An OSError names ``path`` (``os.write`` and ``os.fsync`` errors name no file).
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         if mode is not None:
@@ -72,6 +142,10 @@ def write_durable(path: Path, data: bytes, mode: int | None = None) -> None:
             written = os.write(fd, view)
             view = view[written:]
         os.fsync(fd)
+    except OSError as exc:
+        if exc.filename is None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     finally:
         os.close(fd)
 
@@ -148,8 +222,11 @@ class FileLock:
         self._held.thread_lock.release()
 
     def _acquire_file(self, deadline: float) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise os_failure(exc, f"take the review lock {self.path}") from None
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -20,8 +20,11 @@ changes, so review shows what project code wrote:
 * symbolic links, FIFOs and sockets are not captured, as in materialized views;
 * a file that reached the size limit is reported as skipped: the writer was stopped at
   the limit, so what is there is a truncated fragment;
-* a path the workspace refuses (Remora's state directory, a file where a directory is)
+* a path the workspace refuses (Remora's state directory, a file where a directory is,
+  a write past the workspace quota), or a file or directory the process left unreadable,
   is reported as skipped, and the rest is still harvested.
+
+Writing the changes layer fails with a coded error (WS_015 no space, WS_017 otherwise).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pathlib import Path
 
 from remora.errors import WorkspaceError
 from remora.workspace.base import FileStore
-from remora.workspace.durable import file_mode
+from remora.workspace.durable import file_mode, os_failure
 from remora.workspace.materialize import is_scratch_name
 
 _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
@@ -69,11 +72,14 @@ def write_changes_layer(store: FileStore, directory: Path) -> list[str]:
         except IsADirectoryError:
             continue
         target = directory / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        mode = file_mode(store.root / rel)
-        if mode is not None:
-            os.chmod(target, mode & 0o777)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            mode = file_mode(store.root / rel)
+            if mode is not None:
+                os.chmod(target, mode & 0o777)
+        except OSError as exc:
+            raise os_failure(exc, f"write {rel} into the changes layer {directory}") from None
     return deleted
 
 
@@ -94,8 +100,12 @@ def harvest_upper(
 def _harvest_dir(
     store: FileStore, directory: Path, rel_dir: str, removed: frozenset[str], harvest: Harvest
 ) -> None:
-    with os.scandir(directory) as scan:
-        entries = sorted(scan, key=lambda entry: entry.name)
+    try:
+        with os.scandir(directory) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+    except OSError as exc:
+        harvest.skipped[rel_dir or "."] = f"cannot be read: {exc.strerror or exc}"
+        return
     names = {entry.name for entry in entries}
     if rel_dir and _is_opaque(directory):
         for name in _store_entries(store, rel_dir):
@@ -135,7 +145,11 @@ def _store_entries(store: FileStore, rel: str) -> list[str]:
 
 
 def _write(store: FileStore, rel: str, path: Path, harvest: Harvest) -> None:
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        harvest.skipped[rel] = f"cannot be read: {exc.strerror or exc}"
+        return
     try:
         if store.exists(rel) and store.read(rel) == data:
             return

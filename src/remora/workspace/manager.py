@@ -10,6 +10,10 @@ State lives under ``<project>/<state_dir>`` (``.remora`` by default)::
 Workspace ids are ``<operation>-<node_id>`` plus, when the workspace belongs to a run,
 ``-<6 hex of sha256(run_id)>``: readable in a terminal, stable for a given run, and
 distinct across runs that coexist until they are reviewed.
+
+Limits come from ``workspace.max_read_mb`` (the largest project file a read loads) and
+``workspace.max_mb`` (the most one workspace may hold for its changed files, WS_018).
+OS failures on the state directory are coded (WS_015 no space, WS_017 not writable).
 """
 
 from __future__ import annotations
@@ -17,18 +21,20 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 from contextlib import AbstractContextManager
 from pathlib import Path
 
 from remora.config import WorkspaceConfig
 from remora.contracts import JobKey
 from remora.errors import WorkspaceError
-from remora.workspace.durable import FileLock
+from remora.workspace.durable import FileLock, os_failure
 from remora.workspace.materialize import sweep_stale_views
 from remora.workspace.models import WorkspaceInfo, WorkspaceState
-from remora.workspace.overlay import OverlayWorkspace
+from remora.workspace.overlay import DEFAULT_MAX_BYTES, DEFAULT_MAX_READ_BYTES, MB, OverlayWorkspace
 
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
+_RUN_SUFFIX = re.compile(r"-[0-9a-f]{6}$")
 _SUFFIX = ".sqlite"
 
 
@@ -58,11 +64,15 @@ class WorkspaceManager:
         *,
         keep_views: bool = False,
         lock_timeout: float = 30.0,
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.project_root = Path(project_root).resolve()
         self.state_path = (self.project_root / state_dir).resolve()
         self.keep_views = keep_views
         self.lock_timeout = lock_timeout
+        self.max_read_bytes = max_read_bytes
+        self.max_bytes = max_bytes
         try:
             self.hidden: str | None = self.state_path.relative_to(self.project_root).as_posix()
         except ValueError:
@@ -76,7 +86,13 @@ class WorkspaceManager:
 
     @classmethod
     def from_config(cls, project_root: Path, config: WorkspaceConfig) -> WorkspaceManager:
-        return cls(project_root, config.state_dir, keep_views=config.keep_views)
+        return cls(
+            project_root,
+            config.state_dir,
+            keep_views=config.keep_views,
+            max_read_bytes=config.max_read_mb * MB,
+            max_bytes=config.max_mb * MB,
+        )
 
     @property
     def workspaces_dir(self) -> Path:
@@ -114,9 +130,9 @@ class WorkspaceManager:
         workspace_id = check_workspace_id(
             workspace_id or make_workspace_id(operation, node_id, run_id)
         )
-        self.workspaces_dir.mkdir(parents=True, exist_ok=True)
         path = self._db_path(workspace_id)
         try:
+            self.workspaces_dir.mkdir(parents=True, exist_ok=True)
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
         except FileExistsError:
             raise WorkspaceError(
@@ -124,6 +140,8 @@ class WorkspaceManager:
                 f"workspace {workspace_id} already exists",
                 f"accept or reject it first ('remora reject {workspace_id}')",
             ) from None
+        except OSError as exc:
+            raise os_failure(exc, f"create workspace {workspace_id}") from None
         try:
             return OverlayWorkspace.create(
                 path,
@@ -136,9 +154,12 @@ class WorkspaceManager:
                 views_dir=self.views_dir,
                 hidden=self.hidden,
                 keep_views=self.keep_views,
+                max_read_bytes=self.max_read_bytes,
+                max_bytes=self.max_bytes,
             )
         except BaseException:
-            self._unlink(workspace_id)
+            with contextlib.suppress(OSError):
+                self._unlink(workspace_id)
             raise
 
     def open(self, workspace_id: str) -> OverlayWorkspace:
@@ -156,6 +177,8 @@ class WorkspaceManager:
             views_dir=self.views_dir,
             hidden=self.hidden,
             keep_views=self.keep_views,
+            max_read_bytes=self.max_read_bytes,
+            max_bytes=self.max_bytes,
         )
 
     def exists(self, workspace_id: str) -> bool:
@@ -171,16 +194,44 @@ class WorkspaceManager:
             return "discarded"
         return self.info(workspace_id).status
 
+    def info_from_id(self, workspace_id: str) -> WorkspaceInfo:
+        """What the id alone says of a workspace whose storage cannot be read.
+
+        Operation and node come from ``<operation>-<node_id>[-<run suffix>]``; the run id
+        cannot be recovered from its hash, so it is None.
+        """
+        operation, _, node_id = check_workspace_id(workspace_id).partition("-")
+        try:
+            created = self._db_path(workspace_id).stat().st_mtime
+        except OSError:
+            created = time.time()
+        return WorkspaceInfo(
+            workspace_id=workspace_id,
+            operation=operation,
+            node_id=_RUN_SUFFIX.sub("", node_id),
+            created_at=created,
+        )
+
     def list(self) -> list[WorkspaceInfo]:
-        """Every workspace on disk, oldest first."""
+        """Every readable workspace on disk, oldest first.
+
+        One whose storage is unreadable (WS_007) is left out rather than hiding all the
+        others; ``reject`` removes it.
+        """
         try:
             names = sorted(os.listdir(self.workspaces_dir))
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise os_failure(exc, "list the workspaces") from None
         infos = []
         for name in names:
             if name.endswith(_SUFFIX):
-                infos.append(self.info(name[: -len(_SUFFIX)]))
+                try:
+                    infos.append(self.info(name[: -len(_SUFFIX)]))
+                except WorkspaceError as exc:
+                    if exc.code not in ("WS_002", "WS_007"):
+                        raise
         return sorted(infos, key=lambda info: (info.created_at, info.workspace_id))
 
     def remove(self, workspace_id: str) -> None:
@@ -191,7 +242,10 @@ class WorkspaceManager:
                 f"no workspace {workspace_id} in {self.workspaces_dir}",
                 "it may have been rejected already",
             )
-        self._unlink(workspace_id)
+        try:
+            self._unlink(workspace_id)
+        except OSError as exc:
+            raise os_failure(exc, f"remove workspace {workspace_id}") from None
 
     def sweep_views(self) -> int:
         """Remove views left by processes that no longer exist (unless views are kept)."""

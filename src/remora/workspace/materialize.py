@@ -21,6 +21,9 @@ Writing through a symlink would write the project, so views are designed against
   scrubbed environment and their ``--no-cache`` / ``-p no:cacheprovider`` flags);
 * tools that write atomically (temp file + rename) replace the link itself, which is safe.
 
+Failing to build or capture a view (no space, an unwritable state directory, a file the
+tool left unreadable) is a coded error (WS_015 / WS_017), never a raw OSError.
+
 When the view's context exits normally, real files that are new or changed are written
 back to the workspace, and files or links the tool removed become deletes; symlinks a
 tool creates are not captured. Views live under ``<state_dir>/views/<pid>-<id>-<token>``
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import Protocol
 
 from remora.workspace.base import normalize_path
-from remora.workspace.durable import file_mode, sha256_bytes
+from remora.workspace.durable import file_mode, os_failure, sha256_bytes
 from remora.workspace.models import Change
 
 CACHE_NAMES = frozenset(
@@ -70,6 +73,15 @@ class ViewSource(Protocol):
     def list_dir(self, path: str = "") -> list[str]: ...
 
     def changes(self) -> list[Change]: ...
+
+
+def entry_is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether a directory entry is (or links to) a directory; a symlink loop or an entry
+    that cannot be examined is not one (``DirEntry.is_dir`` raises for those)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def is_scratch_name(name: str) -> bool:
@@ -163,7 +175,7 @@ def _build(source: ViewSource, plan: _Plan, state: _ViewState, hidden: str | Non
         names: set[str] = set(plan.children.get(rel, ()))
         try:
             with os.scandir(os.path.join(root, rel) if rel else root) as entries:
-                listing = [(entry.name, entry.path, entry.is_dir()) for entry in entries]
+                listing = [(entry.name, entry.path, entry_is_dir(entry)) for entry in entries]
         except (FileNotFoundError, NotADirectoryError):
             listing = []
         for name, project_path, is_dir in listing:
@@ -248,10 +260,14 @@ def _alive(pid: int) -> bool:
 
 
 def sweep_stale_views(views_dir: Path) -> int:
-    """Remove views whose owning process is gone (a crash, a kill -9); returns how many."""
+    """Remove views whose owning process is gone (a crash, a kill -9); returns how many.
+
+    Housekeeping only: a views directory that cannot be listed is left for later rather
+    than failing the command that swept it.
+    """
     try:
         names = os.listdir(views_dir)
-    except FileNotFoundError:
+    except OSError:
         return 0
     removed = 0
     for name in names:
@@ -279,17 +295,27 @@ def materialize_view(
     ``hidden`` is a project-relative path left out of the view (Remora's state directory).
     ``keep`` leaves the view on disk for inspection (and sweeps no stale views).
     """
-    views_dir.mkdir(parents=True, exist_ok=True)
+    workspace_id = source.workspace_id
+    try:
+        views_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise os_failure(exc, f"create a view of workspace {workspace_id}") from None
     if not keep:
         sweep_stale_views(views_dir)
     plan = _plan(source, writable)
-    state = _ViewState(
-        path=views_dir / f"{os.getpid()}-{source.workspace_id}-{secrets.token_hex(4)}"
-    )
+    state = _ViewState(path=views_dir / f"{os.getpid()}-{workspace_id}-{secrets.token_hex(4)}")
     try:
-        _build(source, plan, state, hidden)
+        try:
+            _build(source, plan, state, hidden)
+        except OSError as exc:
+            raise os_failure(exc, f"build a view of workspace {workspace_id}") from None
         yield state.path
-        _capture(source, state, hidden)
+        try:
+            _capture(source, state, hidden)
+        except OSError as exc:
+            raise os_failure(
+                exc, f"capture what a tool wrote in workspace {workspace_id}"
+            ) from None
     finally:
         if not keep:
             shutil.rmtree(state.path, ignore_errors=True)

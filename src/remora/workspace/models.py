@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 ChangeKind = Literal["write", "delete"]
 WorkspaceStatus = Literal["pending", "accepted"]
 WorkspaceState = Literal["pending", "accepted", "discarded"]
-FileAction = Literal["written", "created", "deleted", "merged", "unchanged", "skipped"]
+FileAction = Literal["written", "created", "deleted", "merged", "unchanged"]
 
 
 class Change(BaseModel):
@@ -63,10 +63,13 @@ class AcceptReport(BaseModel):
 
 
 class UndoReport(BaseModel):
-    """The files an undo put back."""
+    """The files an undo put back, and those it left as they are (``keep_changed``)."""
 
     workspace_id: str
     restored: list[FileOutcome] = Field(default_factory=list)
+    kept: list[str] = Field(
+        default_factory=list, description="Files changed since the accept, left as they are."
+    )
 
 
 class RetryRequest(BaseModel):

@@ -7,40 +7,63 @@ tell "the user edited this since" from "the agent changed this" and merge the tw
 
 One database per workspace keeps concurrent workspaces independent; WAL mode with a
 busy timeout lets several processes open the same workspace, and a lock per instance
-lets threads share one.
+lets threads share one. Transactions are short (one file write, or an accept's backups),
+so a writer waits at most ``BUSY_TIMEOUT`` seconds for another process: longer means that
+process is holding the database (a hung or paused remora), reported as WS_016.
 
-Project files are read with :func:`remora.regular_files.read_regular_file`: a FIFO would
-block the read forever and ``/dev/zero`` would never end, so anything but a regular file is
-refused, and no read loads more than ``MAX_READ_BYTES``.
+Every SQLite failure leaves as a coded error (:func:`storage_error`): a full disk is
+WS_015, a lock held too long WS_016, storage that cannot be opened or written WS_017, and
+only a database that is not one of ours (garbage, another schema) WS_007 "unreadable".
+
+Limits: project files are read with :func:`remora.regular_files.read_regular_file` (a FIFO
+would block the read forever, ``/dev/zero`` would never end), so anything but a regular
+file is refused, and no read loads more than ``max_read_bytes`` (``workspace.max_read_mb``).
+A workspace holds at most ``max_bytes`` (``workspace.max_mb``) for its changed files: their
+new content plus the base content kept for merging; a write past it is refused (WS_018)
+and everything written before stays.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
+import functools
 import os
 import posixpath
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Concatenate, ParamSpec, TypeVar
 
+from remora.config import WorkspaceConfig
 from remora.errors import WorkspaceError
 from remora.regular_files import FileTooLargeError, NotRegularFileError, read_regular_file
 from remora.workspace.base import normalize_path, resolve_inside
-from remora.workspace.durable import sha256_bytes
-from remora.workspace.materialize import materialize_view
+from remora.workspace.durable import no_space_error, sha256_bytes
+from remora.workspace.materialize import entry_is_dir, materialize_view
 from remora.workspace.models import Change, ChangeKind, WorkspaceInfo, WorkspaceStatus
 
 SCHEMA_VERSION = 1
 _SEEN_LIMIT = 256
-MAX_READ_BYTES = 64 * 1024 * 1024
-"""Most bytes one read of a project file loads: the default of ``tools.max_file_mb``, the
-largest file project code may write. A bigger file is refused, never loaded in part."""
+MB = 1024 * 1024
+DEFAULT_MAX_READ_BYTES = WorkspaceConfig().max_read_mb * MB
+"""``workspace.max_read_mb``'s default: a bigger project file is refused, never loaded in part."""
+DEFAULT_MAX_BYTES = WorkspaceConfig().max_mb * MB
+"""``workspace.max_mb``'s default: the most one workspace holds for its changed files."""
+BUSY_TIMEOUT = 5.0
+"""Seconds a write waits for another process's transaction on the same workspace. Ours last
+milliseconds (the largest, an accept's backups, well under a second), so 5 s is ample for
+real contention and short enough that a database held by a stuck process is reported soon."""
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 _SCHEMA = """
 CREATE TABLE workspace (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -92,23 +115,94 @@ class Backup:
 
 
 def _connect(path: Path, synchronous: str = "NORMAL") -> sqlite3.Connection:
+    conn: sqlite3.Connection | None = None
     try:
         conn = sqlite3.connect(
-            str(path), timeout=30.0, isolation_level=None, check_same_thread=False
+            str(path), timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
         )
         conn.execute(f"PRAGMA synchronous={synchronous}")
         conn.execute("PRAGMA journal_mode=WAL")
-    except sqlite3.DatabaseError as exc:
-        raise _storage_error(path, exc) from None
+    except sqlite3.Error as exc:
+        if conn is not None:
+            conn.close()
+        raise storage_error(path, exc) from None
     return conn
 
 
-def _storage_error(path: Path, exc: Exception) -> WorkspaceError:
+def storage_error(path: Path, exc: Exception) -> WorkspaceError:
+    """The coded error for a failure of workspace storage at ``path``.
+
+    Classified by SQLite's result code (its message where the code is missing): only a
+    database that is not a workspace of ours is WS_007, "unreadable, reject it".
+    """
+    text = str(exc)
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    io_error = primary == sqlite3.SQLITE_IOERR or "disk I/O error" in text
+    if primary == sqlite3.SQLITE_FULL or "disk is full" in text or (io_error and _disk_full(path)):
+        return no_space_error(f"write workspace storage {path}", text)
+    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "is locked" in text:
+        return WorkspaceError(
+            "WS_016",
+            f"workspace storage {path} is locked by another process (waited {BUSY_TIMEOUT:.0f} s)",
+            "another Remora process (an analyze, watch or review still running, or a stuck "
+            "one) holds it; let it finish or stop it, then try again",
+        )
+    if primary in (
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_AUTH,
+    ) or any(word in text for word in ("readonly", "unable to open", "disk I/O error")):
+        return WorkspaceError(
+            "WS_017",
+            f"cannot read or write workspace storage {path}: {text}",
+            "check that Remora's state directory (.remora) and its files are writable and "
+            "that the file system is healthy, then try again",
+        )
     return WorkspaceError(
         "WS_007",
-        f"workspace storage {path} is unreadable: {exc}",
+        f"workspace storage {path} is unreadable: {text}",
         "the file may be corrupt or from another Remora version; reject the workspace",
     )
+
+
+def _disk_full(path: Path) -> bool:
+    """Whether the file system holding ``path`` has no block left (SQLite sometimes reports a
+    full disk as a generic I/O error, e.g. when its shared-memory file cannot grow)."""
+    try:
+        info = os.statvfs(path.parent)
+    except OSError:
+        return False
+    return info.f_bavail == 0
+
+
+def _coded(
+    method: Callable[Concatenate[OverlayWorkspace, _P], _R],
+) -> Callable[Concatenate[OverlayWorkspace, _P], _R]:
+    """Turn any SQLite error escaping ``method`` into the coded storage error."""
+
+    @functools.wraps(method)
+    def wrapper(self: OverlayWorkspace, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise storage_error(self.db_path, exc) from None
+
+    return wrapper
+
+
+def _unreadable(rel: str, exc: OSError) -> WorkspaceError:
+    return WorkspaceError(
+        "WS_017",
+        f"cannot read {rel!r} in the project: {exc.strerror or exc}",
+        "this user may not read it; make it readable (chmod u+r) or leave it alone",
+    )
+
+
+def _size(count: int) -> str:
+    return f"{count / MB:.1f} MB" if count >= MB else f"{count} bytes"
 
 
 def _prefix_bounds(rel: str) -> tuple[str, str]:
@@ -153,24 +247,28 @@ class OverlayWorkspace:
         views_dir: Path,
         hidden: str | None = None,
         keep_views: bool = False,
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.db_path = db_path
         self._root = project_root.resolve()
         self._views_dir = views_dir
         self._hidden = hidden
         self._keep_views = keep_views
+        self._max_read_bytes = max_read_bytes
+        self._max_bytes = max_bytes
         self._lock = threading.RLock()
         self._seen: OrderedDict[str, bytes] = OrderedDict()
         self._conn: sqlite3.Connection | None = _connect(db_path)
         try:
             row = self._conn.execute("SELECT workspace_id FROM workspace WHERE id = 1").fetchone()
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self._conn.close()
-            raise _storage_error(db_path, exc) from None
+            raise storage_error(db_path, exc) from None
         if row is None or version != SCHEMA_VERSION:
             self._conn.close()
-            raise _storage_error(db_path, ValueError(f"schema version {version}"))
+            raise storage_error(db_path, ValueError(f"schema version {version}"))
         self._workspace_id: str = row[0]
 
     @classmethod
@@ -187,6 +285,8 @@ class OverlayWorkspace:
         views_dir: Path,
         hidden: str | None = None,
         keep_views: bool = False,
+        max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> OverlayWorkspace:
         """Initialise an empty database at ``db_path`` and open it.
 
@@ -207,9 +307,19 @@ class OverlayWorkspace:
             )
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise storage_error(db_path, exc) from None
         finally:
             conn.close()
-        return cls(db_path, project_root, views_dir=views_dir, hidden=hidden, keep_views=keep_views)
+        return cls(
+            db_path,
+            project_root,
+            views_dir=views_dir,
+            hidden=hidden,
+            keep_views=keep_views,
+            max_read_bytes=max_read_bytes,
+            max_bytes=max_bytes,
+        )
 
     # -- FileStore -------------------------------------------------------------------
 
@@ -225,8 +335,12 @@ class OverlayWorkspace:
     def workspace_id(self) -> str:
         return self._workspace_id
 
+    @_coded
     def read(self, path: str) -> bytes:
-        """Current content in the merged view; FileNotFoundError when absent or deleted."""
+        """Current content in the merged view; FileNotFoundError when absent or deleted.
+
+        A project file over the read limit raises FileTooLargeError naming the setting.
+        """
         rel = self._rel(path)
         if not rel:
             raise IsADirectoryError(21, "the project root is a directory", path)
@@ -239,15 +353,19 @@ class OverlayWorkspace:
                 return bytes(found[1])
             if self._has_children(rel):
                 raise IsADirectoryError(21, "is a directory", rel)
-            data = read_regular_file(resolve_inside(self._root, rel), MAX_READ_BYTES, name=rel)
+            data = self._read_project(rel)
             self._seen[rel] = data
             self._seen.move_to_end(rel)
             while len(self._seen) > _SEEN_LIMIT:
                 self._seen.popitem(last=False)
             return data
 
+    @_coded
     def write(self, path: str, data: bytes) -> None:
-        """Store ``data`` for ``path``; writing back the base content drops the change."""
+        """Store ``data`` for ``path``; writing back the base content drops the change.
+
+        WS_018 when the workspace would then hold more than its quota (nothing is stored).
+        """
         rel = self._rel(path)
         if not rel:
             raise self._shape_error(rel, "the project root is a directory")
@@ -268,6 +386,7 @@ class OverlayWorkspace:
             if base_data is not None and content == base_data:
                 conn.execute("DELETE FROM entries WHERE path = ?", (rel,))
                 return
+            self._check_quota(conn, rel, len(content) + len(base_data or b""))
             conn.execute(
                 "INSERT OR REPLACE INTO entries"
                 " (path, kind, data, new_sha256, base_sha256, base_data, updated_at)"
@@ -275,6 +394,7 @@ class OverlayWorkspace:
                 (rel, content, sha256_bytes(content), base_sha, base_data, time.time()),
             )
 
+    @_coded
     def delete(self, path: str) -> None:
         """Delete a file in the merged view (a tombstone); FileNotFoundError when absent."""
         rel = self._rel(path)
@@ -301,6 +421,7 @@ class OverlayWorkspace:
             base_data = self._base_of(rel)
             if base_data is None:
                 raise FileNotFoundError(2, "no such file", rel)
+            self._check_quota(conn, rel, len(base_data))
             conn.execute(
                 "INSERT INTO entries"
                 " (path, kind, data, new_sha256, base_sha256, base_data, updated_at)"
@@ -308,6 +429,7 @@ class OverlayWorkspace:
                 (rel, sha256_bytes(base_data), base_data, time.time()),
             )
 
+    @_coded
     def exists(self, path: str) -> bool:
         """Whether ``path`` is a file or directory in the merged view (never the state dir)."""
         try:
@@ -326,9 +448,10 @@ class OverlayWorkspace:
                 return True
         try:
             return resolve_inside(self._root, rel).exists()
-        except WorkspaceError:
+        except (WorkspaceError, OSError):
             return False
 
+    @_coded
     def list_dir(self, path: str = "") -> list[str]:
         """Sorted entry names of a directory in the merged view; sub-directories end in '/'."""
         rel = self._rel(path)
@@ -348,11 +471,14 @@ class OverlayWorkspace:
         directory = resolve_inside(self._root, rel)
         found_dir = directory.is_dir()
         if found_dir:
-            with os.scandir(directory) as entries:
-                for entry in entries:
-                    child = posixpath.join(rel, entry.name) if rel else entry.name
-                    if child != self._hidden:
-                        names[entry.name] = entry.is_dir()
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        child = posixpath.join(rel, entry.name) if rel else entry.name
+                        if child != self._hidden:
+                            names[entry.name] = entry_is_dir(entry)
+            except PermissionError as exc:
+                raise _unreadable(rel or ".", exc) from None
         elif directory.exists() and not rows:
             raise NotADirectoryError(20, "is a file", rel)
         has_children = False
@@ -371,6 +497,7 @@ class OverlayWorkspace:
             raise FileNotFoundError(2, "no such directory", rel)
         return sorted(name + "/" if is_dir else name for name, is_dir in names.items())
 
+    @_coded
     def changed_paths(self) -> list[str]:
         with self._lock:
             rows = self._db().execute("SELECT path FROM entries ORDER BY path").fetchall()
@@ -393,6 +520,7 @@ class OverlayWorkspace:
 
     # -- review ----------------------------------------------------------------------
 
+    @_coded
     def changes(self) -> list[Change]:
         """Every changed path with its kind and hashes; agrees with ``changed_paths()``."""
         with self._lock:
@@ -409,6 +537,7 @@ class OverlayWorkspace:
             for row in rows
         ]
 
+    @_coded
     def entries(self) -> list[OverlayEntry]:
         """Changes with their content and base content, for accept and diff."""
         with self._lock:
@@ -439,6 +568,7 @@ class OverlayWorkspace:
             for entry in self.entries()
         }
 
+    @_coded
     def info(self) -> WorkspaceInfo:
         with self._lock:
             conn = self._db()
@@ -463,6 +593,7 @@ class OverlayWorkspace:
     def status(self) -> WorkspaceStatus:
         return self.info().status
 
+    @_coded
     def record_backups(self, backups: list[Backup]) -> None:
         """Durably keep what an accept is about to overwrite, before any project file changes."""
         with self._lock:
@@ -478,6 +609,7 @@ class OverlayWorkspace:
             finally:
                 conn.execute("PRAGMA synchronous=NORMAL")
 
+    @_coded
     def backups(self) -> list[Backup]:
         with self._lock:
             rows = (
@@ -492,13 +624,18 @@ class OverlayWorkspace:
             for row in rows
         ]
 
-    def mark_accepted(self) -> None:
+    @_coded
+    def mark_accepted(self, never_written: Sequence[str] = ()) -> None:
+        """Status accepted; ``never_written`` (left alone by a crash recovery) leave the backups,
+        so undo never waits for files this accept did not write."""
         with self._lock, self._tx() as conn:
+            conn.executemany("DELETE FROM backups WHERE path = ?", [(p,) for p in never_written])
             conn.execute(
                 "UPDATE workspace SET status = 'accepted', accepted_at = ? WHERE id = 1",
                 (time.time(),),
             )
 
+    @_coded
     def mark_pending(self) -> None:
         """Back to review after an undo: status pending, backups dropped."""
         with self._lock, self._tx() as conn:
@@ -542,10 +679,48 @@ class OverlayWorkspace:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+
+    def _read_project(self, rel: str) -> bytes:
+        """A project file, bounded by the read limit (whose error names the setting)."""
+        try:
+            return read_regular_file(
+                resolve_inside(self._root, rel), self._max_read_bytes, name=rel
+            )
+        except FileTooLargeError:
+            raise FileTooLargeError(
+                errno.EFBIG,
+                f"larger than {_size(self._max_read_bytes)}, the workspace.max_read_mb limit",
+                rel,
+            ) from None
+        except PermissionError as exc:
+            raise _unreadable(rel, exc) from None
+
+    def _check_quota(self, conn: sqlite3.Connection, rel: str, size: int) -> None:
+        """WS_018 when storing ``size`` bytes for ``rel`` grows the workspace past its quota."""
+        total, own = conn.execute(
+            "SELECT COALESCE(SUM(COALESCE(length(data), 0) + COALESCE(length(base_data), 0)), 0),"
+            " COALESCE(SUM(CASE WHEN path = ? THEN COALESCE(length(data), 0)"
+            " + COALESCE(length(base_data), 0) ELSE 0 END), 0) FROM entries",
+            (rel,),
+        ).fetchone()
+        after = total - own + size
+        if size <= own or after <= self._max_bytes:
+            return
+        raise WorkspaceError(
+            "WS_018",
+            f"cannot store {rel!r} in workspace {self._workspace_id}: it would hold "
+            f"{_size(after)} for its changed files (new content and the originals kept for "
+            f"merging), over workspace.max_mb ({_size(self._max_bytes)}); the earlier changes "
+            "are kept",
+            "change fewer or smaller files, or raise workspace.max_mb in remora.yaml "
+            "(or with --set workspace.max_mb=N)",
+        )
 
     def _rel(self, path: str) -> str:
         rel = normalize_path(path) if path not in ("", ".") else ""
@@ -570,7 +745,7 @@ class OverlayWorkspace:
         if rel in self._seen:
             return self._seen.pop(rel)
         try:
-            return read_regular_file(resolve_inside(self._root, rel), MAX_READ_BYTES, name=rel)
+            return self._read_project(rel)
         except FileNotFoundError:
             return None
         except (IsADirectoryError, NotADirectoryError):

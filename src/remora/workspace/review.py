@@ -3,11 +3,26 @@
 Accept checks every changed file against the base it was made from. Unchanged base:
 the workspace's content is applied. Changed base (the user edited the file, or another
 accepted workspace did): a three-way merge; any conflict refuses the whole workspace
-with WS_004 and nothing is written. What accept overwrote is kept in the workspace so
-``undo`` can restore it (directories accept created stay), which it refuses (WS_005)
-once a file changed again. Files are
-applied through the journal (:mod:`remora.workspace.journal`), so a crash leaves each
-file old or new and the next run's :meth:`WorkspaceReview.recover` finishes the job.
+with WS_004 and nothing is written. Files are applied through the journal
+(:mod:`remora.workspace.journal`): all or nothing, so a crash leaves each file old or new
+(the next run's :meth:`WorkspaceReview.recover` finishes the job) and any failure leaves
+every file old.
+
+Both directions are all-or-nothing, never "some files skipped":
+
+* a file the user edits *while* an accept runs refuses the whole accept (WS_004) and
+  puts back every file it had already replaced, leaving the edit as the user left it;
+  accepting again merges the edit;
+* what accept overwrote is kept in the workspace, so ``undo`` can restore it (directories
+  accept created stay). A file changed since the accept (an edit, a later accept) makes
+  undo refuse as a whole (WS_005, naming the files); ``undo(..., keep_changed=True)``
+  restores every other file and leaves those as they are (``UndoReport.kept``), so undo
+  is never blocked for good;
+* a file left alone by the recovery of a crashed accept (edited after the crash) is
+  dropped from the undo record, since that accept never wrote it.
+
+Reject must always be possible: a workspace whose storage cannot be read (WS_007) is
+removed all the same.
 
 Upper layers learn about applied changes through ``after_apply`` (called with the kind
 and the workspace info, also during recovery), which is how run manifests stay in step.
@@ -20,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from remora.errors import WorkspaceError
+from remora.regular_files import FileTooLargeError, NotRegularFileError
 from remora.workspace.base import resolve_inside
-from remora.workspace.durable import file_sha256, read_optional, sha256_bytes
+from remora.workspace.durable import file_sha256, os_failure, read_optional, sha256_bytes
 from remora.workspace.journal import (
     ApplyKind,
     FileOp,
@@ -61,7 +77,7 @@ def _target(root: Path, entry: OverlayEntry) -> str:
     return entry.path
 
 
-def _plan_accept(root: Path, workspace: OverlayWorkspace) -> _Plan:
+def _plan_accept(root: Path, workspace: OverlayWorkspace, limit: int) -> _Plan:
     plan = _Plan()
     for entry in workspace.entries():
         rel = _target(root, entry)
@@ -70,10 +86,15 @@ def _plan_accept(root: Path, workspace: OverlayWorkspace) -> _Plan:
             plan.conflicts.append(f"{entry.path} is now a directory in the project")
             continue
         try:
-            current = read_optional(target)
+            current = read_optional(target, limit)
         except NotADirectoryError:
             plan.conflicts.append(f"a parent of {entry.path} is now a file in the project")
             continue
+        except (NotRegularFileError, FileTooLargeError) as exc:
+            plan.conflicts.append(f"{entry.path} in the project is {exc.strerror}")
+            continue
+        except OSError as exc:
+            raise os_failure(exc, f"read {entry.path} to accept {workspace.workspace_id}") from None
         current_sha = None if current is None else sha256_bytes(current)
         if current_sha == entry.new_sha256:
             plan.outcomes.append(FileOutcome(path=rel, action="unchanged"))
@@ -147,7 +168,7 @@ class WorkspaceReview:
                         f"'remora undo {workspace_id}' reverts it",
                     )
                 root = self.manager.project_root
-                plan = _plan_accept(root, workspace)
+                plan = _plan_accept(root, workspace, self.manager.max_read_bytes)
                 if plan.conflicts:
                     shown = "; ".join(plan.conflicts[:3])
                     more = (
@@ -160,15 +181,15 @@ class WorkspaceReview:
                         "or undo your edit and accept again",
                     )
                 workspace.record_backups(plan.backups)
-            report = AcceptReport(workspace_id=workspace_id, files=plan.outcomes)
-            skipped = self._apply("accept", workspace_id, plan.ops)
-            for item in report.files:
-                if item.path in skipped:
-                    item.action = "skipped"
-            return report
+            self._apply("accept", workspace_id, plan.ops)
+            return AcceptReport(workspace_id=workspace_id, files=plan.outcomes)
 
-    def undo(self, workspace_id: str) -> UndoReport:
-        """Restore what an accept overwrote; the workspace goes back to pending review."""
+    def undo(self, workspace_id: str, *, keep_changed: bool = False) -> UndoReport:
+        """Restore what an accept overwrote; the workspace goes back to pending review.
+
+        A file changed since the accept refuses the whole undo (WS_005), unless
+        ``keep_changed``: then it is left as it is and listed in ``UndoReport.kept``.
+        """
         with self.manager.lock():
             self.recover()
             with self.manager.open(workspace_id) as workspace:
@@ -181,26 +202,42 @@ class WorkspaceReview:
                     )
                 backups = workspace.backups()
             root = self.manager.project_root
-            changed = [b.path for b in backups if file_sha256(root / b.path) != b.applied_sha256]
-            if changed:
+            changed = [b.path for b in backups if _holds(root, b) != b.applied_sha256]
+            if changed and not keep_changed:
+                one = len(changed) == 1
+                more = f" (and {len(changed) - 3} more)" if changed[3:] else ""
                 raise WorkspaceError(
                     "WS_005",
-                    f"cannot undo {workspace_id}: {', '.join(changed[:3])} changed since it was "
-                    "accepted; nothing was restored",
-                    "undo later accepts of the same file first, or revert your edits",
+                    f"cannot undo {workspace_id}: {', '.join(changed[:3])}{more} "
+                    f"{'has' if one else 'have'} changed since it was accepted; "
+                    "nothing was restored",
+                    f"revert your edits to {'it' if one else 'them'} (or undo later accepts of "
+                    f"the same {'file' if one else 'files'}) and undo again, or undo with "
+                    f"--keep-changed to restore the other files and leave "
+                    f"{'it' if one else 'these'} as {'it is' if one else 'they are'}",
                 )
-            ops = [FileOp(path=b.path, data=b.data, old_sha256=b.applied_sha256) for b in backups]
+            restoring = [b for b in backups if b.path not in changed]
+            ops = [FileOp(path=b.path, data=b.data, old_sha256=b.applied_sha256) for b in restoring]
             restored = [
                 FileOutcome(path=b.path, action="deleted" if b.data is None else "written")
-                for b in backups
+                for b in restoring
             ]
             self._apply("undo", workspace_id, ops)
-            return UndoReport(workspace_id=workspace_id, restored=restored)
+            return UndoReport(workspace_id=workspace_id, restored=restored, kept=changed)
 
     def reject(self, workspace_id: str) -> WorkspaceInfo:
-        """Discard a pending workspace; the project is not touched."""
+        """Discard a pending workspace; the project is not touched.
+
+        A workspace whose storage cannot be read (WS_007) is removed all the same (its
+        info then comes from its id alone): WS_007's hint sends users here.
+        """
         with self.manager.lock():
-            info = self.manager.info(workspace_id)
+            try:
+                info = self.manager.info(workspace_id)
+            except WorkspaceError as exc:
+                if exc.code != "WS_007":
+                    raise
+                info = self.manager.info_from_id(workspace_id)
             if info.status == "accepted":
                 raise WorkspaceError(
                     "WS_003",
@@ -222,30 +259,43 @@ class WorkspaceReview:
             file_path=info.file_path,
         )
 
-    def _apply(self, kind: ApplyKind, workspace_id: str, ops: list[FileOp]) -> list[str]:
-        if not ops:
-            self._finalize(kind, workspace_id)
-            return []
-        return apply_journaled(
-            self.manager.project_root,
-            self.manager.journal_dir,
-            kind,
-            workspace_id,
-            ops,
-            self._finalize_journal,
-        )
+    def _apply(self, kind: ApplyKind, workspace_id: str, ops: list[FileOp]) -> None:
+        if ops:
+            apply_journaled(
+                self.manager.project_root,
+                self.manager.journal_dir,
+                kind,
+                workspace_id,
+                ops,
+                self._finalize_journal,
+            )
+            return
+        try:
+            self._finalize(kind, workspace_id, [])
+        except OSError as exc:
+            raise os_failure(exc, f"record the {kind} of {workspace_id}") from None
 
-    def _finalize_journal(self, journal: Journal) -> None:
-        self._finalize(journal.kind, journal.workspace_id)
+    def _finalize_journal(self, journal: Journal, skipped: list[str]) -> None:
+        self._finalize(journal.kind, journal.workspace_id, skipped)
 
-    def _finalize(self, kind: ApplyKind, workspace_id: str) -> None:
+    def _finalize(self, kind: ApplyKind, workspace_id: str, skipped: list[str]) -> None:
         if not self.manager.exists(workspace_id):
             return
         with self.manager.open(workspace_id) as workspace:
             if kind == "accept":
-                workspace.mark_accepted()
+                workspace.mark_accepted(never_written=skipped)
             else:
                 workspace.mark_pending()
             info = workspace.info()
         if self.after_apply is not None:
             self.after_apply(kind, info)
+
+
+def _holds(root: Path, backup: Backup) -> str | None:
+    """The sha256 a backed-up file holds now (a marker when it is no regular file any more)."""
+    try:
+        return file_sha256(root / backup.path)
+    except (IsADirectoryError, NotADirectoryError, NotRegularFileError):
+        return "not a regular file"
+    except OSError as exc:
+        raise os_failure(exc, f"read {backup.path} to undo it") from None
