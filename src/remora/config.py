@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from remora.errors import ConfigError
+from remora.regular_files import read_regular_file
 
 NodeType = Literal["file", "class", "function", "method"]
 NODE_TYPES: tuple[NodeType, ...] = ("file", "class", "function", "method")
@@ -29,6 +30,8 @@ NODE_TYPES: tuple[NodeType, ...] = ("file", "class", "function", "method")
 CONFIG_FILENAMES = ("remora.yaml", "remora.yml")
 ENV_PREFIX = "REMORA_"
 ENV_CONFIG_FILE = "REMORA_CONFIG"
+MAX_CONFIG_BYTES = 1024 * 1024
+"""Largest config file read (a FIFO or device named like one is refused, not read)."""
 
 
 class _Section(BaseModel):
@@ -285,7 +288,7 @@ def _pyproject_has_remora(path: Path) -> bool:
 def read_config_file(path: Path) -> dict[str, Any]:
     """Parse one config file into a plain dict, with CONFIG_xxx errors."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path, MAX_CONFIG_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(
             "CONFIG_001", f"config file {path} does not exist", "check the --config path"

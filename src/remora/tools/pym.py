@@ -71,7 +71,11 @@ from pydantic import BaseModel, ConfigDict
 from remora import pyast
 from remora.contracts import SYSTEM_INPUTS
 from remora.errors import AgentDefinitionError
+from remora.regular_files import read_regular_file
 from remora.tools.capabilities import CAPABILITIES, Capability
+
+MAX_SCRIPT_BYTES = 1024 * 1024
+"""Largest .pym script read (a FIFO or device named like one is refused, not read)."""
 
 __all__ = [
     "ALLOWED_IMPORTS",
@@ -1020,7 +1024,7 @@ def _load(path: Path) -> tuple[_Stamp, PymScript]:
     if cached is not None and cached[0] == stamp:
         return cached
     try:
-        source = resolved.read_text(encoding="utf-8")
+        source = read_regular_file(resolved, MAX_SCRIPT_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise AgentDefinitionError(
             "AGENT_006", f"cannot read tool script {resolved}: {exc}", "save it as UTF-8 text"
