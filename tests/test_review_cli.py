@@ -11,7 +11,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from remora.orchestration import JobRecord, RunStore
+from remora.orchestration import JobRecord, ReviewService, RunStore
 from remora.runner.result import AgentResult
 from remora.workspace import WorkspaceManager
 from tests.cli_helpers import run_cli
@@ -137,6 +137,35 @@ def test_reject_diff_and_undo(
     code, _, err = cli(monkeypatch, capsys, "undo", ids["lint:a"], "-p", str(project))
     assert code == 1 and err.startswith("WS_003: ")
     assert reviews(project, run_id) == {ids["lint:a"]: "pending", ids["docstring:b"]: "rejected"}
+
+
+def test_undo_after_an_edit_refuses_or_keeps_the_edit(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, ids = make_run(project, [("lint", "a"), ("lint", "b")])
+    args = ["accept", "--all", "-p", str(project)]
+    assert cli(monkeypatch, capsys, *args)[0] == 0
+    edited = b"def a():\n    return 42\n"
+    (project / "a.py").write_bytes(edited)
+    code, _, err = cli(monkeypatch, capsys, "undo", ids["lint:a"], "-p", str(project))
+    assert code == 1 and err.startswith("WS_005: ")
+    assert (project / "a.py").read_bytes() == edited
+    undo = ["undo", ids["lint:a"], "--keep-changed", "-p", str(project)]
+    code, out, err = cli(monkeypatch, capsys, *undo)
+    assert code == 0 and "undone" in out
+    assert "left as is (changed since the accept): a.py" in err
+    assert (project / "a.py").read_bytes() == edited
+
+
+def test_retry_of_an_unreadable_workspace_discards_it(project: Path) -> None:
+    _, ids = make_run(project, [("lint", "a")])
+    manager = WorkspaceManager(project)
+    (db,) = [path for path in manager.workspaces_dir.iterdir() if ids["lint:a"] in path.name]
+    db.write_bytes(b"not a database at all" * 100)
+    request = ReviewService(manager).retry(ids["lint:a"])
+    assert request.operation == "lint"
+    assert not any(ids["lint:a"] in path.name for path in manager.workspaces_dir.iterdir())
+    assert (project / "a.py").read_bytes() == original("a")
 
 
 def test_bad_input_gives_codes_not_tracebacks(

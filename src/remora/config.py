@@ -66,7 +66,11 @@ class ModelConfig(_Section):
     max_tokens: int = Field(default=384, ge=16)
     threads: int | None = Field(default=None, ge=1)
     batch_size: int = Field(default=512, ge=16)
-    grammar: bool = True
+    grammar: bool = Field(
+        default=True,
+        description="Constrain tool calls with the call grammar (in-process, and on a server "
+        "in completions mode).",
+    )
     jump_forward: bool = Field(
         default=True,
         description="Append the text the call grammar forces without sampling it (llama_cpp).",
@@ -81,7 +85,22 @@ class ModelConfig(_Section):
         "(connect, send, the whole reply); each retry gets as long again.",
     )
     max_retries: int = Field(
-        default=3, ge=0, description="Retries after a timeout, connection error, 429 or 5xx."
+        default=3,
+        ge=0,
+        description="Retries after a connection error, 429 or 5xx; a request that timed out "
+        "is retried at most once.",
+    )
+    openai_mode: Literal["completions", "chat"] = Field(
+        default="completions",
+        description="completions: Remora's FunctionGemma prompt with the call grammar, the "
+        "same calls as in-process; chat: chat completions with native tools, for servers "
+        "without /completions.",
+    )
+    server_grammar: Literal["llama_cpp", "vllm", "vllm_guided", "none"] = Field(
+        default="llama_cpp",
+        description="How completions mode sends the call grammar: llama_cpp (grammar, "
+        "llama.cpp's servers), vllm (structured_outputs, vLLM 0.11+), vllm_guided "
+        "(guided_grammar, older vLLM), none.",
     )
 
 
@@ -162,7 +181,10 @@ class WorkspaceConfig(_Section):
     keep_views: bool = False
     max_read_mb: int = Field(default=64, ge=1, description="Largest file a tool may read.")
     max_mb: int = Field(
-        default=256, ge=1, description="Most data one workspace may hold in changed files."
+        default=256,
+        ge=1,
+        description="Most data one workspace may hold: changed files plus the originals "
+        "kept for merging.",
     )
 
 

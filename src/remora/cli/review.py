@@ -325,19 +325,30 @@ def reject_command(
 @app.command("undo")
 def undo_command(
     workspace_id: Annotated[str, typer.Argument(help="An accepted workspace id.")],
+    keep_changed: Annotated[
+        bool,
+        typer.Option(
+            "--keep-changed",
+            help="Restore the files that still hold what the accept wrote; leave files "
+            "changed since as they are.",
+        ),
+    ] = False,
     project: ProjectOption = None,
 ) -> None:
     """Put back what accepting a workspace overwrote; the change returns to review.
 
     Refused (WS_005) when a file changed again since the accept, so nothing you wrote
-    later is lost; undo later accepts of the same file first.
+    later is lost; undo later accepts of the same file first, or pass --keep-changed to
+    restore the rest and leave the changed files as they are.
 
     Example: remora undo lint-3f2a9c0d1e2b4a5c-ab12cd
     """
     service = _service(project)
-    report = service.undo(workspace_id)
+    report = service.undo(workspace_id, keep_changed=keep_changed)
     paths = ", ".join(item.path for item in report.restored) or "no files"
     console.print(f"[green]undone[/] {shown(workspace_id)}: restored {shown(paths)}")
+    if report.kept:
+        err_console.print(f"left as is (changed since the accept): {shown(', '.join(report.kept))}")
 
 
 @app.command("diff")

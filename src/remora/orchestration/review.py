@@ -74,8 +74,8 @@ class ReviewService:
     def accept(self, workspace_id: str) -> AcceptReport:
         return self.workspaces.accept(workspace_id)
 
-    def undo(self, workspace_id: str) -> UndoReport:
-        return self.workspaces.undo(workspace_id)
+    def undo(self, workspace_id: str, *, keep_changed: bool = False) -> UndoReport:
+        return self.workspaces.undo(workspace_id, keep_changed=keep_changed)
 
     def reject(self, workspace_id: str) -> WorkspaceInfo:
         with self.manager.lock():
@@ -86,7 +86,12 @@ class ReviewService:
     def retry(self, workspace_id: str) -> RetryRequest:
         """Mark the job for a rerun, then discard its workspace; returns what to rerun."""
         with self.manager.lock():
-            info = self.manager.info(workspace_id)
+            try:
+                info = self.manager.info(workspace_id)
+            except WorkspaceError as exc:
+                if exc.code != "WS_007":
+                    raise
+                info = self.manager.info_from_id(workspace_id)  # storage unreadable: discard it
             if info.status == "pending":
                 self._set_review(info.run_id, workspace_id, "retry_requested")
             return self.workspaces.retry(workspace_id)

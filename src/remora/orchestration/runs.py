@@ -34,7 +34,7 @@ from remora.runner.result import AgentResult, AgentTelemetry
 from remora.workspace import (
     WorkspaceManager,
 )
-from remora.workspace.durable import atomic_write
+from remora.workspace.durable import atomic_write, os_failure
 
 MANIFEST_VERSION = 1
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
@@ -237,7 +237,11 @@ class RunStore:
     def write(self, manifest: RunManifest) -> None:
         """Replace the manifest atomically (readers see the old or the new file)."""
         with self.manager.lock():
-            atomic_write(self.path(manifest.run_id), manifest.model_dump_json(indent=2).encode())
+            try:
+                data = manifest.model_dump_json(indent=2).encode()
+                atomic_write(self.path(manifest.run_id), data)
+            except OSError as exc:
+                raise os_failure(exc, f"write run manifest {manifest.run_id}") from None
 
     def exists(self, run_id: str) -> bool:
         return self.path(run_id).is_file()
