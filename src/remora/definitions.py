@@ -11,7 +11,9 @@ are errors), exactly one terminal tool and it is named ``submit_result``, unique
 ``node_context`` Jinja2 template that compiles and only uses the variables in
 :data:`NODE_CONTEXT_VARIABLES`, every ``.pym`` passing the checker, ``inputs_override``
 naming real model-facing inputs, context providers whose inputs can be filled, and a
-declared LoRA adapter that exists. Paths in the YAML are relative to the agent folder.
+declared LoRA adapter that exists, and an ``expectation`` (what a correct episode is, for
+``remora harness``) naming real tools and inputs with templates that compile. Paths in the
+YAML are relative to the agent folder.
 
 Error codes (``AgentDefinitionError``):
 
@@ -29,20 +31,34 @@ Error codes (``AgentDefinitionError``):
 - AGENT_011 two agents with the same name in one directory
 - AGENT_012 rendering node_context failed at run time (a variable was not passed)
 - AGENT_013 the precheck script declares model-facing inputs (it runs without the model)
+- AGENT_014 the expectation names an unknown tool or input, leaves out a required input,
+  does not end with submit_result, or holds a template that does not compile or uses an
+  unknown variable
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import jinja2
 import yaml
 from jinja2.sandbox import SandboxedEnvironment
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from remora.config import NodeType, YamlRefusedError, safe_load_yaml
 from remora.contracts import SUBMIT_TOOL, SYSTEM_INPUTS, Effect
@@ -59,12 +75,16 @@ from remora.tools.pym import (
 from remora.tools.script_tool import ScriptTool
 
 __all__ = [
+    "ANY_VALUE",
     "BUNDLED_AGENTS_DIR",
     "NODE_CONTEXT_VARIABLES",
     "TERMINAL_TOOL",
     "AgentCheck",
     "Effect",
+    "Expectation",
+    "ExpectedCall",
     "InitialContext",
+    "RenderedCall",
     "SubagentDefinition",
     "ToolDefinition",
     "agent_files",
@@ -84,6 +104,8 @@ MAX_AGENT_FILE_BYTES = 1024 * 1024
 from hanging or filling memory when agents load."""
 
 _IDENTIFIER = r"^[A-Za-z_][A-Za-z0-9_]*$"
+ANY_VALUE = "any"
+"""An expected argument written as this word matches any value the model passes."""
 
 
 # --- the YAML as written ------------------------------------------------------------------
@@ -114,6 +136,71 @@ class InitialContext(_Raw):
     node_context: str = Field(min_length=1)
 
 
+ExpectedValue = StrictStr | StrictInt | StrictFloat | StrictBool
+
+
+class ExpectedCall(_Raw):
+    """One call of a correct episode. A string value is a Jinja2 template over the
+    node-context variables, or ``any``; numbers and booleans are literal values."""
+
+    tool: str = Field(pattern=_IDENTIFIER)
+    arguments: dict[str, ExpectedValue] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RenderedCall:
+    """An expected call for one node: argument values as text, ``None`` for any value
+    (so a node named ``any`` is still compared, not taken for the wildcard)."""
+
+    tool: str
+    arguments: Mapping[str, str | None]
+
+
+class Expectation(_Raw):
+    """What a correct episode is, so ``remora harness`` can tell a call that works from one
+    that is merely well formed.
+
+    ``exact``: the episode makes exactly ``calls``, in order. ``prefix``: it starts with
+    every call but the last, in order, ends with the last (``submit_result``), and in
+    between makes any calls of the agent's other tools that do not repeat an earlier call.
+    """
+
+    match: Literal["exact", "prefix"] = "exact"
+    calls: list[ExpectedCall] = Field(min_length=1)
+
+    def render(self, variables: Mapping[str, Any]) -> list[RenderedCall]:
+        """The calls expected on one node (AGENT_012 when a variable is missing)."""
+        environment = _environment()
+        rendered: list[RenderedCall] = []
+        for expected in self.calls:
+            arguments: dict[str, str | None] = {}
+            for name, value in expected.arguments.items():
+                if value == ANY_VALUE:
+                    arguments[name] = None
+                elif isinstance(value, str):
+                    try:
+                        arguments[name] = environment.from_string(value).render(**variables)
+                    except jinja2.TemplateError as exc:
+                        raise AgentDefinitionError(
+                            "AGENT_012",
+                            f"rendering the expected {expected.tool} argument '{name}' "
+                            f"failed: {exc}",
+                            f"pass {', '.join(NODE_CONTEXT_VARIABLES)} or fix the template",
+                        ) from None
+                else:
+                    arguments[name] = json.dumps(value)
+            rendered.append(RenderedCall(tool=expected.tool, arguments=arguments))
+        return rendered
+
+    def describe(self) -> str:
+        """One line as written, e.g. ``exact: echo(text={{ node_name }}) submit_result(...)``."""
+        calls = " ".join(
+            f"{call.tool}({', '.join(f'{k}={v}' for k, v in call.arguments.items())})"
+            for call in self.calls
+        )
+        return f"{self.match}: {calls}"
+
+
 class _RawAgent(_Raw):
     name: str = Field(pattern=_IDENTIFIER)
     applies_to: list[NodeType] = Field(min_length=1)
@@ -122,6 +209,7 @@ class _RawAgent(_Raw):
     initial_context: InitialContext
     tools: list[_RawTool] = Field(min_length=1)
     precheck: str | None = None
+    expectation: Expectation | None = None
 
 
 # --- the validated definition -----------------------------------------------------------
@@ -165,6 +253,9 @@ class SubagentDefinition(BaseModel):
     precheck: Path | None = Field(
         default=None,
         description="A .pym run before the loop, without the model; it may end the job early.",
+    )
+    expectation: Expectation | None = Field(
+        default=None, description="What a correct episode is; remora harness checks it."
     )
 
     _template: jinja2.Template | None = PrivateAttr(default=None)
@@ -448,6 +539,8 @@ def _unknown_key_hint(loc: list[int | str]) -> str:
         "tools": _RawTool,
         "initial_context": InitialContext,
         "model": _RawModel,
+        "expectation": Expectation,
+        "calls": ExpectedCall,
     }
     for part in loc[:-1]:
         if isinstance(part, str) and part in nested:
@@ -482,6 +575,26 @@ _SAMPLE_VARIABLES: dict[str, Any] = {
 }
 
 
+def _template_problem(source: str) -> tuple[str, str] | None:
+    """``(message suffix, hint)`` when a template does not compile or names an unknown
+    variable; rendered with sample values since undefined names only show when rendering."""
+    try:
+        template = _environment().from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        return f" line {exc.lineno}: {exc.message}", "fix the Jinja2 syntax"
+    variables = {**_SAMPLE_VARIABLES, "options": _PermissiveOptions()}
+    try:
+        template.render(**variables)
+    except jinja2.UndefinedError as exc:
+        return f": {exc.message}", f"available variables: {', '.join(NODE_CONTEXT_VARIABLES)}"
+    except jinja2.TemplateError as exc:
+        return f": {exc}", "fix the template"
+    except (TypeError, ValueError, ArithmeticError):
+        # Sample values cannot satisfy every expression; only names are checked here.
+        return None
+    return None
+
+
 class _Validator:
     """Turns a schema-valid raw agent into a definition, collecting every rule violation."""
 
@@ -501,7 +614,9 @@ class _Validator:
         self._tool_set()
         self._template()
         adapter = self._adapter()
-        tools = [self._tool(index, raw) for index, raw in enumerate(self.raw.tools)]
+        inputs: dict[str, dict[str, bool] | None] = {}
+        tools = [self._tool(index, raw, inputs) for index, raw in enumerate(self.raw.tools)]
+        self._expectation(inputs)
         self.check.definition = SubagentDefinition(
             name=self.raw.name,
             applies_to=self.raw.applies_to,
@@ -511,6 +626,7 @@ class _Validator:
             tools=tools,
             directory=self.directory,
             precheck=self._precheck(),
+            expectation=self.raw.expectation,
         )
 
     def _precheck(self) -> Path | None:
@@ -545,30 +661,59 @@ class _Validator:
             self.problem("AGENT_004", f"tools: no {TERMINAL_TOOL} tool", "add one")
 
     def _template(self) -> None:
-        source = self.raw.initial_context.node_context
-        try:
-            template = _environment().from_string(source)
-        except jinja2.TemplateSyntaxError as exc:
-            self.problem(
-                "AGENT_005",
-                f"initial_context.node_context line {exc.lineno}: {exc.message}",
-                "fix the Jinja2 syntax",
-            )
+        problem = _template_problem(self.raw.initial_context.node_context)
+        if problem is not None:
+            message, hint = problem
+            self.problem("AGENT_005", f"initial_context.node_context{message}", hint)
+
+    def _expectation(self, inputs: Mapping[str, Mapping[str, bool] | None]) -> None:
+        """AGENT_014 for an expectation the harness could not check against real calls."""
+        if self.raw.expectation is None:
             return
-        variables = {**_SAMPLE_VARIABLES, "options": _PermissiveOptions()}
-        try:
-            template.render(**variables)
-        except jinja2.UndefinedError as exc:
+        calls = self.raw.expectation.calls
+        for index, expected in enumerate(calls):
+            where = f"expectation.calls[{index}] ({expected.tool})"
+            if expected.tool not in inputs:
+                close = difflib.get_close_matches(expected.tool, list(inputs), n=1)
+                self.problem(
+                    "AGENT_014",
+                    f"{where}: the agent has no tool '{expected.tool}'",
+                    f"did you mean '{close[0]}'?"
+                    if close
+                    else f"its tools are: {', '.join(inputs)}",
+                )
+                continue
+            known = inputs[expected.tool]
+            for name, value in expected.arguments.items():
+                if known is not None and name not in known:
+                    self.problem(
+                        "AGENT_014",
+                        f"{where}.arguments: '{name}' is not an input the model passes to "
+                        f"{expected.tool}",
+                        f"its model-facing inputs: {', '.join(sorted(known)) or 'none'}",
+                    )
+                if isinstance(value, str) and value != ANY_VALUE:
+                    problem = _template_problem(value)
+                    if problem is not None:
+                        message, hint = problem
+                        self.problem("AGENT_014", f"{where}.arguments.{name}{message}", hint)
+            for name, required in (known or {}).items():
+                if required and name not in expected.arguments:
+                    self.problem(
+                        "AGENT_014",
+                        f"{where}.arguments: '{name}' is required by {expected.tool}, so no "
+                        "call could match without it",
+                        f"give its expected value, or '{name}: {ANY_VALUE}'",
+                    )
+        if calls[-1].tool != TERMINAL_TOOL or any(
+            expected.tool == TERMINAL_TOOL for expected in calls[:-1]
+        ):
             self.problem(
-                "AGENT_005",
-                f"initial_context.node_context: {exc.message}",
-                f"available variables: {', '.join(NODE_CONTEXT_VARIABLES)}",
+                "AGENT_014",
+                f"expectation.calls: a correct episode ends with {TERMINAL_TOOL}, and only "
+                "the last expected call names it",
+                f"make '- tool: {TERMINAL_TOOL}' the last call",
             )
-        except jinja2.TemplateError as exc:
-            self.problem("AGENT_005", f"initial_context.node_context: {exc}", "fix the template")
-        except (TypeError, ValueError, ArithmeticError):
-            # Sample values cannot satisfy every expression; only names are checked here.
-            return
 
     def _adapter(self) -> Path | None:
         if self.raw.model is None or self.raw.model.adapter is None:
@@ -583,12 +728,19 @@ class _Validator:
             )
         return adapter
 
-    def _tool(self, index: int, raw: _RawTool) -> ToolDefinition:
+    def _tool(
+        self, index: int, raw: _RawTool, inputs: dict[str, dict[str, bool] | None]
+    ) -> ToolDefinition:
+        """The resolved tool; records its model-facing inputs, name to required (None when
+        the script is unreadable)."""
         where = f"tools[{index}] ({raw.name})"
         pym = (self.directory / raw.pym).resolve()
         providers = [(self.directory / item).resolve() for item in raw.context_providers]
         description = raw.description
         script = self._script(f"{where}.pym", pym)
+        inputs[raw.name] = (
+            {decl.name: decl.required for decl in script.model_inputs} if script else None
+        )
         if script is not None:
             description = description or _first_paragraph(script.doc)
             problems = override_problems(script, raw.inputs_override)
