@@ -13,12 +13,12 @@ from remora.discovery import discover
 from remora.errors import RunnerError
 from remora.harness import EpisodeRecord, load_variants, run_harness, summarize
 from remora.model.base import ModelRequest
-from remora.testing import ScriptedModel, call
+from remora.testing import ScriptedModel, Step, call
 
 SAMPLE = Path(__file__).parent.parent / "examples" / "sample_project"
 
 
-def polite(request: ModelRequest) -> object:
+def polite(request: ModelRequest) -> Step:
     """Echo the node name first, then submit: what a well-behaved model does."""
     last = request.messages[-1]
     if last.role == "tool":
@@ -27,7 +27,7 @@ def polite(request: ModelRequest) -> object:
     return f"<start_function_call>call:echo{{text:<escape>{name}<escape>}}<end_function_call>"
 
 
-def sloppy(request: ModelRequest) -> object:
+def sloppy(request: ModelRequest) -> Step:
     """Says something without a call first, then behaves."""
     if len(request.messages) == 2:
         return "Sure! I will call echo now."
@@ -60,6 +60,7 @@ def test_rates_for_a_well_behaved_model() -> None:
     for stats in report.variants:
         assert stats.episodes == 3
         assert stats.success_rate == 1.0
+        assert stats.correct_call_rate == 1.0
         assert stats.tool_call_rate == 1.0
         assert stats.valid_call_rate == 1.0
         assert stats.miss_rate == 0.0
@@ -76,7 +77,8 @@ def test_misses_are_counted() -> None:
     model = ScriptedModel([sloppy], repeat_last=True)
     report = harness_run(model, requests=2)
     stats = report.variants[0]
-    assert stats.success_rate == 1.0
+    assert stats.success_rate == 1.0, "a reply without a call is a miss, not a wrong call"
+    assert stats.correct_call_rate == 1.0
     assert stats.miss_rate == pytest.approx(1 / 3)
     assert stats.tool_call_rate == pytest.approx(2 / 3)
     assert all(episode.misses == 1 for episode in report.episodes)
@@ -95,11 +97,15 @@ def test_variants_file_is_data() -> None:
 
 
 def test_summary_percentiles_and_ratios() -> None:
-    def record(latencies: list[float], status: str = "success") -> EpisodeRecord:
+    def record(
+        latencies: list[float], status: str = "success", correct: bool | None = True
+    ) -> EpisodeRecord:
         return EpisodeRecord(
             variant="v",
             node="n",
             status=status,
+            correct=correct,
+            correct_calls=len(latencies) - 1 if correct is False else len(latencies),
             turns=2,
             responses=len(latencies),
             calls=len(latencies),
@@ -116,6 +122,8 @@ def test_summary_percentiles_and_ratios() -> None:
 
     stats = summarize("v", [record([1.0, 2.0]), record([3.0, 4.0], status="failed")])
     assert stats.success_rate == 0.5
+    assert stats.submitted_rate == 0.5
+    assert stats.correct_call_rate == 1.0
     assert stats.valid_call_rate == 0.5
     assert stats.repeat_rate == 0.5
     assert stats.latency_p50_s in (2.0, 3.0)
@@ -123,3 +131,36 @@ def test_summary_percentiles_and_ratios() -> None:
     assert stats.cache_hit_ratio == 0.6
     assert stats.generated_tokens_per_s == pytest.approx(20 / 10)
     assert stats.prompt_tokens_per_s == pytest.approx(80 / 10)
+
+
+def test_summary_counts_only_correct_submitted_episodes_as_successes() -> None:
+    def record(status: str, correct: bool | None, correct_calls: int) -> EpisodeRecord:
+        return EpisodeRecord(
+            variant="v",
+            node="n",
+            status=status,
+            correct=correct,
+            correct_calls=correct_calls,
+            turns=2,
+            responses=2,
+            calls=2,
+            invalid_calls=0,
+            misses=0,
+            repeats=0,
+            textual_call_patterns=0,
+            latencies_s=[1.0, 1.0],
+            prompt_tokens=10,
+            completion_tokens=2,
+            cached_prompt_tokens=0,
+            wall_s=1.0,
+        )
+
+    stats = summarize(
+        "v", [record("success", True, 2), record("success", False, 1), record("failed", True, 2)]
+    )
+    assert stats.submitted_rate == pytest.approx(2 / 3)
+    assert stats.success_rate == pytest.approx(1 / 3)
+    assert stats.correct_call_rate == pytest.approx(5 / 6)
+    unchecked = summarize("v", [record("success", None, 0)])
+    assert unchecked.correct_call_rate is None
+    assert unchecked.success_rate == 1.0
