@@ -103,7 +103,7 @@ def harness_rate(path: Path, concurrency: int, requests: int) -> dict[str, Any]:
     return {
         "concurrency": concurrency,
         "jobs_per_min": 60 * len(report.episodes) / wall,
-        "success": stats.success_rate,
+        "correct": stats.success_rate,
         "wall_s": wall,
     }
 
@@ -181,7 +181,7 @@ def main() -> int:
     for rate in rates:
         print(
             f"(a) concurrency {rate['concurrency']}: {rate['jobs_per_min']:.1f} jobs/min "
-            f"({rate['success']:.0%} ok, {rate['wall_s']:.1f}s)"
+            f"({rate['correct']:.0%} correct episodes, {rate['wall_s']:.1f}s)"
         )
     print(f"(a) concurrency 4 / 1: {rates[2]['jobs_per_min'] / rates[0]['jobs_per_min']:.2f}x")
 

@@ -63,7 +63,8 @@ class AgentDefinitionError(RemoraError):
     AGENT_007 .pym fails the checker; AGENT_008 inputs_override does not fit the script;
     AGENT_009 context provider input cannot be filled; AGENT_010 unknown tool name;
     AGENT_011 duplicate agent name in one directory; AGENT_012 node_context render failed;
-    AGENT_013 a precheck script declares inputs only the model could fill.
+    AGENT_013 a precheck script declares inputs only the model could fill; AGENT_014 the
+    harness expectation names an unknown tool or input, or does not end in submit_result.
     """
 
     prefix = "AGENT"
