@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
+import remora.discovery as discovery
 from remora.config import DiscoveryConfig
 from remora.discovery import CSTNode, discover, find_project_root, make_node_id
 from remora.discovery.parser import load_query_pack, parse_source
 from remora.errors import DiscoveryError
+from remora.regular_files import read_regular_file
 from tests.stores import write_tree
 
 PACK = load_query_pack(("core",))
@@ -146,7 +148,9 @@ def test_syntax_error_keeps_nodes_outside_the_error_region() -> None:
     names = [n.qualname for n in nodes]
     assert "good" in names and "Fine" in names
     assert "broken" not in names
-    assert all(n.node_type != "file" for n in nodes)
+    assert [(n.node_type, n.qualname) for n in nodes if n.node_type == "file"] == [
+        ("file", "bad.py")
+    ]
     assert [(p.code, p.line) for p in problems] == [("DISC_101", 4)]
 
 
@@ -234,7 +238,7 @@ def test_bad_files_are_reported_and_good_ones_kept(tmp_path: Path) -> None:
         {
             "setup.py": "",
             "good.py": "def ok():\n    return 1\n",
-            "latin.py": b"# -*- coding: latin-1 -*-\nname = '\xe9'\n",
+            "latin.py": b"name = '\xe9'\n",
             "blob.py": b"\x00\x01\x02binary",
             "huge.py": "x = 1\n" * 50,
             "broken.py": "def f(:\n",
@@ -253,14 +257,13 @@ def test_bad_files_are_reported_and_good_ones_kept(tmp_path: Path) -> None:
 
 def test_unreadable_file_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_tree(tmp_path, {"setup.py": "", "secret.py": "x = 1\n", "open.py": "y = 2\n"})
-    real_read = Path.read_bytes
 
-    def read_bytes(self: Path) -> bytes:
-        if self.name == "secret.py":
+    def read(path: Path, limit: int, name: str | None = None) -> bytes:
+        if path.name == "secret.py":
             raise PermissionError(13, "Permission denied")
-        return real_read(self)
+        return read_regular_file(path, limit, name)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(discovery, "read_regular_file", read)
     result = discover([tmp_path])
     assert [(p.path, p.code) for p in result.problems] == [("secret.py", "DISC_105")]
     assert "open.py" in files_found(result.nodes)

@@ -46,7 +46,9 @@ class DiscoveryError(RemoraError):
     """A target path cannot be discovered at all (per-file problems are reported, not raised).
 
     DISC_001 path does not exist, DISC_002 not a Python file or directory, DISC_003 query
-    pack missing or invalid.
+    pack missing or invalid (a pattern with more than one root included), DISC_004 a
+    ``file.py::name`` target names no node of its file. Per-file problems (DISC_101-108)
+    are ``remora.discovery.DiscoveryProblem``s.
     """
 
     prefix = "DISC"

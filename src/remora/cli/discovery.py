@@ -33,8 +33,11 @@ def discover_command(
     """List the files, classes, functions and methods Remora would work on.
 
     Honours .gitignore and skips virtualenvs, build and cache directories. Files it
-    cannot use (syntax errors, non-UTF-8, binary, too large) are listed as problems
-    with a DISC_ code; definitions outside a syntax error are still found.
+    cannot use (undecodable, binary, too large, unreadable) are listed as problems, one
+    line each: CODE: path: message (hint). A file with a syntax error, or one that takes
+    longer than discovery.parse_timeout to parse, keeps its file node (and, for a syntax
+    error, the definitions outside the error). Source is decoded as Python does: UTF-8, or
+    the encoding a coding line declares.
 
     Example: remora discover src/ --format json
     """
@@ -67,9 +70,4 @@ def _render_discovery(result: DiscoveryResult) -> None:
         )
     console.print(table)
     for problem in result.problems:
-        where = f"{problem.path}:{problem.line}" if problem.line else problem.path
-        console.print(
-            f"[yellow]{problem.code}[/yellow] {shown(where)}: {shown(problem.message)}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        console.print(shown(problem.render()), style="yellow", highlight=False, soft_wrap=True)

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from remora.config import DiscoveryConfig
+from remora.discovery.encoding import DecodedSource, SourceDecodeError, decode_source
 from remora.discovery.models import CSTNode, DiscoveryProblem, DiscoveryResult, make_node_id
-from remora.discovery.parser import load_query_pack, parse_source
+from remora.discovery.parser import load_query_pack, parse_decoded
 from remora.discovery.walker import (
     WalkOptions,
     find_project_root,
@@ -15,6 +16,7 @@ from remora.discovery.walker import (
     relative_to_root,
 )
 from remora.errors import DiscoveryError
+from remora.regular_files import FileTooLargeError, NotRegularFileError, read_regular_file
 
 __all__ = [
     "CSTNode",
@@ -43,6 +45,7 @@ def discover(
     A target ``file.py::name`` (pytest's node-id form) keeps only the node ``name`` of
     that file and its members (``Class`` selects the class and its methods; with
     ``members=False`` only the named node).
+    Each file gets ``config.parse_timeout`` seconds to be parsed and queried (DISC_108).
     Raises DiscoveryError when a target itself is unusable (DISC_004: a selector names
     no node of its file).
     """
@@ -65,7 +68,9 @@ def discover(
         if source is None:
             continue
         result.files += 1
-        nodes, problems = parse_source(source, relative, pack, node_types)
+        nodes, problems = parse_decoded(
+            source, relative, pack, node_types, timeout=config.parse_timeout
+        )
         result.nodes.extend(nodes)
         result.problems.extend(problems)
     if selectors:
@@ -125,19 +130,26 @@ def _selected(
 
 def _read(
     path: Path, relative: str, max_bytes: int, problems: list[DiscoveryProblem]
-) -> bytes | None:
+) -> DecodedSource | None:
+    """The file's text, decoded as Python does; None (and a problem) for a file that is
+    unreadable, no regular file, too large, binary or not decodable, all alike skipped."""
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            problems.append(
-                DiscoveryProblem(
-                    code="DISC_104",
-                    path=relative,
-                    message=f"{size} bytes is over the {max_bytes}-byte limit; skipped",
-                )
+        data = read_regular_file(path, max_bytes, relative)
+    except FileTooLargeError:
+        size = _size(path)
+        problems.append(
+            DiscoveryProblem(
+                code="DISC_104",
+                path=relative,
+                message=f"{size} is over discovery.max_file_bytes ({max_bytes}); skipped",
             )
-            return None
-        data = path.read_bytes()
+        )
+        return None
+    except NotRegularFileError as exc:
+        problems.append(
+            DiscoveryProblem(code="DISC_105", path=relative, message=f"{exc.strerror}; skipped")
+        )
+        return None
     except OSError as exc:
         problems.append(
             DiscoveryProblem(code="DISC_105", path=relative, message=f"cannot read: {exc.strerror}")
@@ -148,4 +160,19 @@ def _read(
             DiscoveryProblem(code="DISC_103", path=relative, message="binary file; skipped")
         )
         return None
-    return data
+    try:
+        return decode_source(data)
+    except SourceDecodeError as exc:
+        problems.append(
+            DiscoveryProblem(
+                code="DISC_102", path=relative, message=f"{exc.message}; skipped", line=exc.line
+            )
+        )
+        return None
+
+
+def _size(path: Path) -> str:
+    try:
+        return f"{path.stat().st_size} bytes"
+    except OSError:
+        return "its size"

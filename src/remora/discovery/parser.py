@@ -5,10 +5,21 @@ captures are named ``@<kind>.def`` (the definition) and ``@<kind>.name`` (its na
 kind being file, class or function. Whether a function is a method, its qualname,
 its decorators and its whole-line extent are worked out here from the tree, so packs
 stay declarative.
+
+Parsing and querying one file share a time budget (``discovery.parse_timeout``):
+tree-sitter's parse and query costs grow quadratically on some broken inputs (100 KB of
+``(`` took tens of seconds). The parse is cancelled through its progress callback. The
+query runs in bounded pieces with the clock read between them: a small subtree in one
+call, a large node only for the matches starting at it (``set_max_start_depth(0)``), then
+its children. (py-tree-sitter 0.26's query progress callback is not used: it crashes the
+interpreter once a match has been returned.) A pattern must therefore have one root node
+(DISC_003 otherwise).
 """
 
 from __future__ import annotations
 
+import math
+import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,12 +30,20 @@ import tree_sitter
 import tree_sitter_python
 
 from remora.config import NodeType
+from remora.discovery.encoding import (
+    DecodedSource,
+    FileOffsets,
+    SourceDecodeError,
+    decode_source,
+)
 from remora.discovery.models import CSTNode, DiscoveryProblem, make_node_id, source_hash
 from remora.errors import DiscoveryError
 
 QUERY_KINDS = ("file", "class", "function")
 _DEFINITIONS = ("function_definition", "class_definition")
-_UTF8_BOM = b"\xef\xbb\xbf"
+_READ_CHUNK = 64 * 1024
+_SMALL_SUBTREE = 2048
+"""Nodes of a subtree queried in one call (a call's cost can grow with their square)."""
 
 
 @lru_cache(maxsize=1)
@@ -38,6 +57,8 @@ class QueryPack:
 
     names: tuple[str, ...]
     query: tree_sitter.Query
+    kinds: frozenset[str]
+    """The kinds the packs capture (a file node is kept on a timeout only if "file" is one)."""
 
 
 def _pack_sources(pack: str) -> list[tuple[str, str]]:
@@ -59,6 +80,7 @@ def _pack_sources(pack: str) -> list[tuple[str, str]]:
 def load_query_pack(names: tuple[str, ...]) -> QueryPack:
     """Compile the named packs into one query; DISC_003 when a pack is missing or broken."""
     sources: list[str] = []
+    kinds: set[str] = set()
     for name in names:
         files = _pack_sources(name)
         if not files:
@@ -84,8 +106,21 @@ def load_query_pack(names: tuple[str, ...]) -> QueryPack:
                         "captures must be @<kind>.def or @<kind>.name with kind in "
                         + ", ".join(QUERY_KINDS),
                     )
+                kinds.add(kind)
+            for pattern in range(query.pattern_count):
+                if not query.is_pattern_rooted(pattern):
+                    raise DiscoveryError(
+                        "DISC_003",
+                        f"query {name}/{file_name}: pattern {pattern + 1} has several top-level "
+                        "nodes",
+                        "give every pattern one root node, e.g. wrap siblings in their parent",
+                    )
             sources.append(text)
-    return QueryPack(names=names, query=tree_sitter.Query(python_language(), "\n".join(sources)))
+    return QueryPack(
+        names=names,
+        query=tree_sitter.Query(python_language(), "\n".join(sources)),
+        kinds=frozenset(kinds),
+    )
 
 
 def _line_bounds(source: bytes, start: int, end: int) -> tuple[int, int]:
@@ -99,12 +134,20 @@ def _line_bounds(source: bytes, start: int, end: int) -> tuple[int, int]:
     return line_start, line_end
 
 
+def _line_count(body: bytes) -> int:
+    """Lines of a file, as its module node spans them (a final newline ends, not starts, one)."""
+    return max(body.count(b"\n") + (0 if not body or body.endswith(b"\n") else 1), 1)
+
+
 def _code_end(node: tree_sitter.Node) -> tree_sitter.Node:
-    """The last token that is not a comment (ast's end_lineno ignores trailing comments)."""
+    """The last token that is not a comment (ast's end_lineno ignores trailing comments).
+
+    ``children`` is listed once per level: indexing children one by one from the end
+    costs quadratic time in tree-sitter, and a body may end in thousands of comments.
+    """
     while node.child_count:
-        for index in range(node.child_count - 1, -1, -1):
-            child = node.child(index)
-            if child is not None and child.type != "comment":
+        for child in reversed(node.children):
+            if child.type != "comment":
                 node = child
                 break
         else:
@@ -128,10 +171,10 @@ def _first_error_line(root: tree_sitter.Node) -> int:
             return node.start_point.row + 1
 
 
-def _text(node: tree_sitter.Node | None) -> str:
-    if node is None or node.text is None:
+def _text(body: bytes, node: tree_sitter.Node | None) -> str:
+    if node is None:
         return ""
-    return node.text.decode("utf-8", errors="replace")
+    return body[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
 
 
 @dataclass
@@ -145,61 +188,201 @@ class _Found:
     last_line: int
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What the ancestors of a node say about it: enclosing definitions' names, the type of
+    the nearest one, and whether one of them is an ERROR node."""
+
+    names: tuple[str, ...] = ()
+    enclosing: str | None = None
+    in_error: bool = False
+
+    def inside(self, node: tree_sitter.Node, body: bytes) -> _Scope:
+        """The scope of ``node``'s children."""
+        if node.is_error:
+            return _Scope(self.names, self.enclosing, True)
+        if node.type in _DEFINITIONS:
+            name = _text(body, node.child_by_field_name("name"))
+            return _Scope((*self.names, name), node.type, self.in_error)
+        return self
+
+
+class ParseTimeout(Exception):
+    """Parsing or querying one file ran past its deadline."""
+
+
 def parse_source(
-    source: bytes, relative_path: str, pack: QueryPack, node_types: frozenset[str] | None = None
+    source: bytes,
+    relative_path: str,
+    pack: QueryPack,
+    node_types: frozenset[str] | None = None,
+    *,
+    timeout: float | None = None,
 ) -> tuple[list[CSTNode], list[DiscoveryProblem]]:
-    """All nodes of one file plus the problems met; never raises on bad input."""
-    problems: list[DiscoveryProblem] = []
-    offset = len(_UTF8_BOM) if source.startswith(_UTF8_BOM) else 0
+    """All nodes of one file's bytes plus the problems met; never raises on bad input.
+
+    The bytes are decoded as Python does (BOM, PEP 263 coding line); ones that do not
+    decode give DISC_102 and no node.
+    """
     try:
-        source.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = source.count(b"\n", 0, exc.start) + 1
-        problems.append(
-            DiscoveryProblem(
-                code="DISC_102",
-                path=relative_path,
-                message=f"not UTF-8 (byte {exc.start}, line {line}); Remora reads UTF-8 only",
-                line=line,
-            )
+        decoded = decode_source(source)
+    except SourceDecodeError as exc:
+        problem = DiscoveryProblem(
+            code="DISC_102", path=relative_path, message=exc.message, line=exc.line
         )
-        return [], problems
-    body = source[offset:] if offset else source
-    tree = tree_sitter.Parser(python_language()).parse(body)
-    root = tree.root_node
-    if root.has_error:
-        line = _first_error_line(root)
-        problems.append(
-            DiscoveryProblem(
-                code="DISC_101",
-                path=relative_path,
-                message=f"syntax error near line {line}; definitions around it were skipped",
-                line=line,
-            )
-        )
+        return [], [problem]
+    return parse_decoded(decoded, relative_path, pack, node_types, timeout=timeout)
 
+
+def parse_decoded(
+    decoded: DecodedSource,
+    relative_path: str,
+    pack: QueryPack,
+    node_types: frozenset[str] | None = None,
+    *,
+    timeout: float | None = None,
+) -> tuple[list[CSTNode], list[DiscoveryProblem]]:
+    """All nodes of one decoded file; ``timeout`` seconds bound parsing and querying it.
+
+    A syntax error is DISC_101 (the file node and the definitions outside the error are
+    kept); running out of time is DISC_108 (only the file node is kept: a file that cannot
+    be fully parsed still is a file).
+    """
+    body = decoded.text.encode("utf-8")
+    deadline = time.monotonic() + timeout if timeout is not None else math.inf
+    problems: list[DiscoveryProblem] = []
+    try:
+        tree = _parse(body, deadline)
+        root = tree.root_node
+        if root.has_error:
+            line = _first_error_line(root)
+            problems.append(
+                DiscoveryProblem(
+                    code="DISC_101",
+                    path=relative_path,
+                    message=f"syntax error near line {line}; definitions around it were skipped",
+                    line=line,
+                )
+            )
+        found = _query(root, body, pack, relative_path, deadline)
+        if root.has_error and "file" in pack.kinds and all(f.kind != "file" for f in found):
+            found.append(_file_found(relative_path, body))  # the root may be an ERROR node
+    except ParseTimeout:
+        problems.append(
+            DiscoveryProblem(
+                code="DISC_108",
+                path=relative_path,
+                message=f"not parsed within discovery.parse_timeout ({timeout:g} s); "
+                "only its file node is kept",
+            )
+        )
+        found = [_file_found(relative_path, body)] if "file" in pack.kinds else []
+    return _nodes(found, decoded, body, relative_path, node_types), problems
+
+
+def _parse(body: bytes, deadline: float) -> tree_sitter.Tree:
+    """The tree of ``body``; ParseTimeout once ``deadline`` has passed."""
+
+    def read(offset: int, _point: tree_sitter.Point) -> bytes:
+        return body[offset : offset + _READ_CHUNK]
+
+    def late(_offset: int, _has_error: bool) -> bool:
+        return time.monotonic() > deadline
+
+    try:
+        return tree_sitter.Parser(python_language()).parse(read, progress_callback=late)
+    except ValueError:
+        raise ParseTimeout from None
+
+
+def _query(
+    root: tree_sitter.Node, body: bytes, pack: QueryPack, relative_path: str, deadline: float
+) -> list[_Found]:
+    """Every definition the pack captures; ParseTimeout once ``deadline`` has passed.
+
+    A subtree of at most ``_SMALL_SUBTREE`` nodes is queried in one call; a larger node
+    only for the matches that start at it, its children in turn. Every match is found
+    once, no single call can take long, and the clock is read between calls.
+    """
+    whole = tree_sitter.QueryCursor(pack.query)
+    here = tree_sitter.QueryCursor(pack.query)
+    here.set_max_start_depth(0)
     found: list[_Found] = []
-    for _, captures in tree_sitter.QueryCursor(pack.query).matches(root):
-        for capture, definitions in captures.items():
-            kind, _, role = capture.partition(".")
-            if role != "def":
-                continue
-            for node in definitions:
-                item = _describe(node, kind, captures.get(f"{kind}.name"), relative_path)
-                if item is not None:
-                    found.append(item)
+    pending: list[tuple[tree_sitter.Node, _Scope, tree_sitter.Node | None]] = [
+        (root, _Scope(), None)
+    ]
+    while pending:
+        if time.monotonic() > deadline:
+            raise ParseTimeout
+        node, scope, parent = pending.pop()
+        small = node.descendant_count <= _SMALL_SUBTREE
+        contexts: _Contexts = {node: (scope, parent)}
+        for _, captures in (whole if small else here).matches(node):
+            for capture, definitions in captures.items():
+                kind, _, role = capture.partition(".")
+                if role != "def":
+                    continue
+                for definition in definitions:
+                    item = _describe(
+                        definition,
+                        kind,
+                        captures.get(f"{kind}.name"),
+                        relative_path,
+                        body,
+                        _context(definition, node, contexts, body),
+                    )
+                    if item is not None:
+                        found.append(item)
+        if not small:
+            inner = scope.inside(node, body)
+            pending.extend((child, inner, node) for child in reversed(node.children))
+    return found
 
+
+_Contexts = dict[tree_sitter.Node, tuple[_Scope, tree_sitter.Node | None]]
+
+
+def _context(
+    definition: tree_sitter.Node, start: tree_sitter.Node, known: _Contexts, body: bytes
+) -> tuple[_Scope, tree_sitter.Node | None]:
+    """The scope and parent of a node under ``start``, found going down from ``start``
+    (``known`` holds those already found; climbing with ``Node.parent`` would search
+    from the root at every step)."""
+    node = start
+    while node != definition:
+        child = node.child_with_descendant(definition)
+        if child is None:
+            break
+        if child not in known:
+            known[child] = (known[node][0].inside(node, body), node)
+        node = child
+    return known[node]
+
+
+def _file_found(relative_path: str, body: bytes) -> _Found:
+    name = relative_path.rsplit("/", 1)[-1]
+    return _Found("file", name, relative_path, 0, len(body), 1, _line_count(body))
+
+
+def _nodes(
+    found: list[_Found],
+    decoded: DecodedSource,
+    body: bytes,
+    relative_path: str,
+    node_types: frozenset[str] | None,
+) -> list[CSTNode]:
+    """CSTNodes in file order, with byte offsets into the file's own bytes."""
+    offsets = FileOffsets(decoded, body)
     nodes: list[CSTNode] = []
     seen: Counter[tuple[str, str]] = Counter()
     for item in sorted(found, key=lambda f: (f.start, -f.end)):
         if node_types is not None and item.kind not in node_types:
             continue
         if item.kind == "file":
-            start_byte, end_byte = offset, len(source)
+            start, end = 0, len(body)
         else:
-            start_byte, end_byte = _line_bounds(source, item.start + offset, item.end + offset)
-            start_byte = max(start_byte, offset)
-        text = source[start_byte:end_byte].decode("utf-8")
+            start, end = _line_bounds(body, item.start, item.end)
+        text = body[start:end].decode("utf-8")
         seen[(item.kind, item.qualname)] += 1
         nodes.append(
             CSTNode(
@@ -212,13 +395,13 @@ def parse_source(
                 file_path=relative_path,
                 start_line=item.first_line,
                 end_line=item.last_line,
-                start_byte=start_byte,
-                end_byte=end_byte,
+                start_byte=offsets.file_offset(start),
+                end_byte=offsets.file_offset(end),
                 text=text,
                 source_hash=source_hash(text),
             )
         )
-    return nodes, problems
+    return nodes
 
 
 def _describe(
@@ -226,35 +409,29 @@ def _describe(
     kind: str,
     name_nodes: list[tree_sitter.Node] | None,
     relative_path: str,
+    body: bytes,
+    context: tuple[_Scope, tree_sitter.Node | None],
 ) -> _Found | None:
-    """Kind, qualname and extent of one captured definition, or None inside an error."""
-    if node.has_error:
-        return None
+    """Kind, qualname and extent of one captured definition, or None inside an error.
+
+    The file node is kept whatever errors the file has.
+    """
     if kind == "file":
-        name = relative_path.rsplit("/", 1)[-1]
-        last = node.end_point.row + (0 if node.end_point.column else -1)
-        return _Found("file", name, relative_path, 0, node.end_byte, 1, max(last + 1, 1))
+        return _file_found(relative_path, body)
+    scope, parent = context
+    if node.has_error or scope.in_error:
+        return None
     name_node = node.child_by_field_name("name")
     if name_nodes and name_node is None:
         name_node = name_nodes[0]
-    name = _text(name_node)
-    scopes: list[str] = []
-    enclosing: str | None = None
-    parent = node.parent
+    name = _text(body, name_node)
     first = parent if parent is not None and parent.type == "decorated_definition" else node
-    while parent is not None:
-        if parent.is_error:
-            return None
-        if parent.type in _DEFINITIONS:
-            scopes.append(_text(parent.child_by_field_name("name")))
-            enclosing = enclosing or parent.type
-        parent = parent.parent
-    qualname = ".".join([*reversed(scopes), name])
+    qualname = ".".join([*scope.names, name])
     resolved: NodeType
     if kind == "class":
         resolved = "class"
     else:
-        resolved = "method" if enclosing == "class_definition" else "function"
+        resolved = "method" if scope.enclosing == "class_definition" else "function"
     last_token = _code_end(node)
     return _Found(
         resolved,

@@ -70,8 +70,8 @@ def _gitignore_spec(
                 "DISC_104",
                 path,
                 root,
-                f"{exc.strerror} (raise discovery.max_file_bytes to read it); "
-                "its rules are not applied",
+                f"{exc.strerror}, over discovery.max_file_bytes; its rules are not applied",
+                "raise discovery.max_file_bytes to apply them",
             )
         )
         return None
@@ -256,7 +256,12 @@ def relative_to_root(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def _problem(code: str, path: Path, root: Path, message: str) -> DiscoveryProblem:
-    """A problem whose path is printable text (undecodable bytes shown as U+FFFD)."""
+def _problem(
+    code: str, path: Path, root: Path, message: str, hint: str | None = None
+) -> DiscoveryProblem:
+    """A problem whose path is printable text (undecodable bytes shown as U+FFFD); without
+    a ``hint``, its code's usual one."""
     relative = relative_to_root(path, root).encode("utf-8", "surrogateescape")
-    return DiscoveryProblem(code=code, path=relative.decode("utf-8", "replace"), message=message)
+    return DiscoveryProblem(
+        code=code, path=relative.decode("utf-8", "replace"), message=message, hint=hint
+    )
