@@ -8,22 +8,39 @@ leave the root) before the store sees them.
 
 Reads go through :func:`store_read`: the overlay refuses FIFOs, devices and sockets (a read
 could block forever or never end) and files over its read limit, and this turns that into a
-coded error naming the file.
+coded error naming the file; :func:`scan_text` is the lenient form for searching files the
+model did not name (None instead of an error).
+
+Text is decoded as Python decodes source: a ``.py``/``.pyi``/``.pyw`` file by its BOM or
+PEP 263 coding line (``# -*- coding: latin-1 -*-``), any other file as UTF-8 (a BOM
+dropped). :func:`write_text` stores a Python file in the encoding its new text's coding line
+declares, so a file is written back in the encoding it was read in for as long as its
+coding line stays, and never with bytes its coding line contradicts.
 
 Codes: TOOL_101 file or directory not found (the message names nearby entries), TOOL_102
-file is not UTF-8 text, TOOL_103 a directory where a file was expected or the reverse, or a
-FIFO, device or socket where a regular file was expected, TOOL_108 a file over the read limit.
+file is not text in its encoding (binary, not UTF-8 and no coding line, or not valid in the
+encoding declared), TOOL_103 a directory where a file was expected or the reverse, or a
+FIFO, device or socket where a regular file was expected, TOOL_108 a file over the read
+limit, TOOL_109 text a Python file's declared encoding cannot store, TOOL_110 a file the
+system does not let Remora read (an I/O error, a link loop).
 """
 
 from __future__ import annotations
 
-import codecs
 import difflib
 import posixpath
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from remora.discovery.encoding import (
+    DecodedSource,
+    SourceDecodeError,
+    SourceEncodeError,
+    decode_source,
+    encode_source,
+    is_python_path,
+)
 from remora.errors import ToolError, WorkspaceError
 from remora.regular_files import FileTooLargeError, NotRegularFileError
 from remora.tools.capabilities._registry import CapabilityContext
@@ -83,7 +100,9 @@ def not_found(ctx: CapabilityContext, relative: str, what: str = "file") -> Tool
 
 
 def store_read(ctx: CapabilityContext, relative: str) -> bytes:
-    """``relative``'s content; TOOL_103/TOOL_108 when it is no regular file or too large."""
+    """``relative``'s content; TOOL_103/TOOL_108 when it is no regular file or too large,
+    TOOL_110 when the system refuses to read it. (FileNotFoundError, NotADirectoryError and
+    IsADirectoryError pass through: callers say what was meant.)"""
     try:
         return ctx.store.read(relative)
     except NotRegularFileError as exc:
@@ -98,6 +117,14 @@ def store_read(ctx: CapabilityContext, relative: str) -> bytes:
             f"'{relative}' is too large to read ({exc.strerror})",
             "work on smaller files; this one cannot be loaded by a tool",
         ) from None
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise
+    except OSError as exc:
+        raise ToolError(
+            "TOOL_110",
+            f"'{relative}' cannot be read: {exc.strerror or exc}",
+            "leave this file alone and work on another",
+        ) from None
 
 
 def read_bytes(ctx: CapabilityContext, path: str) -> tuple[str, bytes]:
@@ -105,7 +132,7 @@ def read_bytes(ctx: CapabilityContext, path: str) -> tuple[str, bytes]:
     relative = checked_path(ctx, path)
     try:
         return relative, store_read(ctx, relative)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         if not is_dir(ctx, relative):
             raise not_found(ctx, relative) from None
     except IsADirectoryError:
@@ -114,41 +141,74 @@ def read_bytes(ctx: CapabilityContext, path: str) -> tuple[str, bytes]:
 
 
 def decode_text(relative: str, data: bytes) -> str:
-    """UTF-8 text (a leading BOM dropped), or TOOL_102 for binary and other encodings."""
+    """The text of a file's bytes (see the module docstring), or TOOL_102 for binary files
+    and bytes that are not text in the file's encoding."""
+    return _decoded(relative, data).text
+
+
+def _decoded(relative: str, data: bytes) -> DecodedSource:
     if b"\x00" in data[:8192]:
         raise ToolError(
             "TOOL_102", f"'{relative}' is a binary file", "only text files can be read or edited"
         )
+    python = is_python_path(relative)
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ToolError(
-            "TOOL_102",
-            f"'{relative}' is not UTF-8 text (bad byte at line {line})",
-            "only UTF-8 files can be read or edited",
-        ) from None
+        return decode_source(data, python=python)
+    except SourceDecodeError as exc:
+        hint = (
+            "it can be read once it is UTF-8 or names its encoding in a coding line"
+            if python
+            else "only UTF-8 text files can be read or edited"
+        )
+        raise ToolError("TOOL_102", f"'{relative}' is {exc.message}", hint) from None
 
 
 def read_text(ctx: CapabilityContext, path: str) -> tuple[str, str]:
-    """(normalised path, text) of an existing UTF-8 file."""
+    """(normalised path, text) of an existing text file."""
     relative, data = read_bytes(ctx, path)
     return relative, decode_text(relative, data)
 
 
 def write_text(ctx: CapabilityContext, relative: str, text: str, *, bom: bool = False) -> None:
-    """Store ``text`` as UTF-8 (behind a BOM if asked) at a checked path; not a directory."""
+    """Store ``text`` at a checked path that is not a directory: a Python file in the
+    encoding its coding line declares, anything else as UTF-8; behind a UTF-8 BOM if asked
+    (and the encoding is UTF-8). TOOL_109 when the encoding cannot store the text."""
     if is_dir(ctx, relative):
         raise ToolError(
             "TOOL_103", f"'{relative}' is a directory", "give the path of a file inside it"
         )
-    ctx.store.write(relative, (codecs.BOM_UTF8 if bom else b"") + text.encode("utf-8"))
+    try:
+        data = encode_source(text, bom=bom, python=is_python_path(relative))
+    except SourceEncodeError as exc:
+        raise ToolError(
+            "TOOL_109",
+            f"'{relative}' was not written: {exc.message}",
+            "write that character as an escape inside a string ('\\u00e9'), leave it out, "
+            "or keep to characters the file's encoding has",
+        ) from None
+    ctx.store.write(relative, data)
 
 
 def read_source(ctx: CapabilityContext, path: str) -> tuple[str, str, bool]:
-    """(normalised path, text, whether it had a UTF-8 BOM), for edits that must keep it."""
+    """(normalised path, text, whether it had a UTF-8 BOM), for edits that must keep it;
+    :func:`write_text` keeps any other encoding through the text's coding line."""
     relative, data = read_bytes(ctx, path)
-    return relative, decode_text(relative, data), data.startswith(codecs.BOM_UTF8)
+    decoded = _decoded(relative, data)
+    return relative, decoded.text, decoded.bom
+
+
+def scan_text(ctx: CapabilityContext, relative: str) -> str | None:
+    """The text of a file searched without being asked for (test files, call sites): decoded
+    as :func:`decode_text` does, undecodable bytes replaced; None when it cannot be read
+    (gone, no regular file, too large, unreadable), so a FIFO can never block a search."""
+    try:
+        data = store_read(ctx, relative)
+    except (ToolError, OSError):
+        return None
+    try:
+        return _decoded(relative, data).text
+    except ToolError:
+        return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
 def bounded_diff(relative: str, before: str, after: str, *, context: int = 3) -> str:
