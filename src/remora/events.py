@@ -63,6 +63,7 @@ class DiscoveryProblemEvent(Event):
     path: str
     code: str
     message: str
+    hint: str | None = None
 
 
 class ModelRequestEvent(Event):

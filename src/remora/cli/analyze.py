@@ -222,7 +222,11 @@ def _run(
     for problem in discovered.problems:
         emitter.emit(
             DiscoveryProblemEvent(
-                run_id=run_id, path=problem.path, code=problem.code, message=problem.message
+                run_id=run_id,
+                path=problem.path,
+                code=problem.code,
+                message=problem.message,
+                hint=problem.hint,
             )
         )
     model = create_client(config.model)

@@ -62,8 +62,7 @@ def watch_command(
 
     def problem(found: DiscoveryProblem) -> None:
         err_console.print(
-            f"[yellow]{found.code}: {shown(found.path)}: {shown(found.message)}[/]"
-            " - waiting for the next save",
+            f"[yellow]{shown(found.render())}[/] - waiting for the next save",
             highlight=False,
         )
 

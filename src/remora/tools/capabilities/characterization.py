@@ -30,7 +30,7 @@ from remora.tools.capabilities._coverage import (
     function_span,
 )
 from remora.tools.capabilities._registry import CapabilityContext, capability
-from remora.tools.capabilities._store_io import walk_files, write_text
+from remora.tools.capabilities._store_io import scan_text, store_read, walk_files, write_text
 from remora.tools.capabilities._testgen import (
     MARKER,
     Behaviour,
@@ -62,8 +62,8 @@ def existing_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str
     target = load_target(ctx, path, qualname)
     files = []
     for test_file in module_tests(ctx, target.path):
-        text = ctx.store.read(test_file).decode("utf-8", errors="replace")
-        if MARKER in text:
+        text = scan_text(ctx, test_file)
+        if text is None or MARKER in text:
             continue
         names = [
             match.group(1)
@@ -113,7 +113,7 @@ def _test_path(ctx: CapabilityContext, target: Target) -> str:
     """Where the tests go; a file of the same name that Remora did not write is never replaced."""
     files = [f for f in walk_files(ctx, "", (".py",)) if is_test_file(f)]
     chosen = test_file_path(files, target.path, target.qualname)
-    if ctx.store.exists(chosen) and MARKER not in ctx.store.read(chosen).decode(errors="replace"):
+    if ctx.store.exists(chosen) and MARKER not in (scan_text(ctx, chosen) or ""):
         chosen = chosen[: -len(".py")] + "_remora.py"
     return chosen
 
@@ -237,7 +237,7 @@ def write_custom_tests(
         raise ToolError("TOOL_707", "the file has no test function", "define test_... functions")
     job = draft(ctx, target.path, qualname)
     test_path = job.test_path or _test_path(ctx, target)
-    before = ctx.store.read(test_path) if ctx.store.exists(test_path) else None
+    before = store_read(ctx, test_path) if ctx.store.exists(test_path) else None
     write_text(ctx, test_path, content if content.endswith("\n") else content + "\n")
     outcomes, coverage = _measure(ctx, target, test_path)
     failing = {name: why for name, why in outcomes.items() if why}
@@ -276,7 +276,7 @@ def _report(
 
 
 def _digest(ctx: CapabilityContext, path: str) -> str:
-    return hashlib.sha256(ctx.store.read(path)).hexdigest()
+    return hashlib.sha256(store_read(ctx, path)).hexdigest()
 
 
 def _measure(

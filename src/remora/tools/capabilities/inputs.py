@@ -36,7 +36,7 @@ from remora.tools.capabilities._arguments import (
 from remora.tools.capabilities._candidates import candidate_inputs
 from remora.tools.capabilities._coverage import function_span
 from remora.tools.capabilities._registry import CapabilityContext, capability
-from remora.tools.capabilities._store_io import read_text, walk_files
+from remora.tools.capabilities._store_io import read_text, scan_text, walk_files
 from remora.tools.capabilities.call import CHILD
 from remora.tools.capabilities.signature import describe, method_kind, resolve
 from remora.tools.isolation import Sandbox, project_sandbox
@@ -236,9 +236,8 @@ def _call_site_sources(ctx: CapabilityContext, target: Target) -> dict[str, str]
     for path in walk_files(ctx, "", (".py",)):
         if path == target.path:
             continue
-        try:
-            text = ctx.store.read(path).decode("utf-8", errors="replace")
-        except OSError:
+        text = scan_text(ctx, path)
+        if text is None:
             continue
         if target.name in text:
             found[path] = text

@@ -39,7 +39,10 @@ from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._rewrites import REWRITE_CODES, RewriteRefused, rewrite
 from remora.tools.capabilities._store_io import (
     bounded_diff,
+    decode_text,
     materialize,
+    scan_text,
+    store_read,
     walk_files,
     write_text,
 )
@@ -159,14 +162,14 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     if tests and original is not None and result["changed"]:
         failing = _failing(pytest_run(ctx, tests))
         if failing:
-            edited = ctx.store.read(relative)
+            edited = store_read(ctx, relative)
             ctx.store.write(relative, original)
             still = set(_failing(pytest_run(ctx, failing)))
             broken = [nodeid for nodeid in failing if nodeid not in still]
             result["failing_anyway"] = sorted(still)
             if broken:
                 result.update(ok=False, changed=False, reverted=True, broken=broken)
-                text = _decoded(original)
+                text = decode_text(relative, original)
             else:
                 ctx.store.write(relative, edited)
     result["fixed"], result["left"] = _lint_outcome(ctx, relative, original, text)
@@ -178,7 +181,7 @@ def _lint_outcome(
 ) -> tuple[dict[str, int], dict[str, int]]:
     """The issues per code that the project's version of the file has and ``text`` lacks,
     and how many issues (and fixable ones) ``text`` has."""
-    before_text = _decoded(original) if original is not None else text
+    before_text = decode_text(relative, original) if original is not None else text
     with _Linter(ctx, relative) as linter:
         after = linter.classified(text)
         before = [issue["code"] for issue in after]
@@ -187,11 +190,6 @@ def _lint_outcome(
     removed = Counter(before) - Counter(issue["code"] for issue in after)
     report = _report(relative, after)
     return dict(sorted(removed.items())), {"count": report["count"], "fixable": report["fixable"]}
-
-
-def _decoded(data: bytes) -> str:
-    """The text of a file's bytes as the workspace reads them (without a UTF-8 BOM)."""
-    return data.decode("utf-8", errors="replace").removeprefix("\ufeff")
 
 
 def module_tests(ctx: CapabilityContext, relative: str) -> list[str]:
@@ -217,9 +215,8 @@ def module_tests(ctx: CapabilityContext, relative: str) -> list[str]:
     for candidate in walk_files(ctx, "", (".py",)):
         if not is_test_file(candidate) or candidate == relative:
             continue
-        try:
-            source = ctx.store.read(candidate).decode("utf-8", errors="replace")
-        except OSError:
+        source = scan_text(ctx, candidate)
+        if source is None:
             continue
         if posixpath.basename(candidate) in (f"test_{stem}.py", f"{stem}_test.py") or any(
             pattern.search(source) for pattern in patterns
