@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,13 +107,18 @@ def test_a_symlink_loop_is_agent_001(tmp_path: Path) -> None:
     assert problem.code == "AGENT_001"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any directory")
-def test_an_unreadable_agent_directory_is_agent_001(tmp_path: Path) -> None:
+def test_an_unreadable_agent_directory_is_agent_001(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     closed = tmp_path / "closed"
     closed.mkdir()
-    closed.chmod(0)
-    try:
-        checks = check_agents([("user", closed)])
-    finally:
-        closed.chmod(0o755)
+    listing = Path.iterdir
+
+    def refuse(self: Path) -> Any:
+        if self == closed:
+            raise PermissionError(13, "Permission denied", str(self))
+        return listing(self)
+
+    monkeypatch.setattr(Path, "iterdir", refuse)  # root reads any directory, so inject it
+    checks = check_agents([("user", closed)])
     assert [problem.code for check in checks for problem in check.problems] == ["AGENT_001"]
