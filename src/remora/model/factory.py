@@ -49,4 +49,17 @@ def create_client(config: ModelConfig, environ: Mapping[str, str] | None = None)
         api_key=env.get(config.api_key_env) or None,
         timeout=config.request_timeout,
         max_retries=config.max_retries,
+        mode=config.openai_mode,
+        server_grammar=config.server_grammar,
+        grammar=config.grammar,
     )
+
+
+def describe_backend(config: ModelConfig) -> str:
+    """The backend as reports name it, saying which OpenAI mode runs: ``llama_cpp``,
+    ``openai (completions + llama_cpp grammar)``, ``openai (chat + native tools)``, ..."""
+    if config.backend == "llama_cpp":
+        return "llama_cpp"
+    from remora.model.openai_http import describe_mode
+
+    return describe_mode(config.openai_mode, config.server_grammar, config.grammar)

@@ -1,38 +1,51 @@
 """The OpenAI-compatible backend: vLLM, llama.cpp's server, Ollama, or any such server.
 
-Requests go through ``AsyncOpenAI`` chat completions with native tools; calls the server
-parsed come back as ``tool_calls`` (parse path ``native``) and everything else stays in
-the text for the runner's parsing chain, which also reads FunctionGemma tags. Servers
-differ, so the backend adapts:
+Two modes (``model.openai_mode``):
 
-- only the tools allowed this turn are sent; a single required tool is requested by
-  name, which servers without ``"required"`` support (llama-cpp-python's) honour;
-- a server that rejects ``tool_choice: "required"`` is asked with ``"auto"`` from then
-  on, and the runner's parsing chain picks the call out of the text;
-- assistant messages carrying tool calls are sent with ``content: ""``, never null;
-- the model id is per request (an operation's LoRA adapter name on vLLM) and is checked
-  once against ``/models``, because some servers silently answer with another model;
-- connection errors, timeouts, 429 and 5xx are retried with exponential backoff.
+- ``completions`` (the default): the prompt is Remora's own FunctionGemma rendering, the
+  very text the in-process backend completes, sent to ``/completions`` with the call
+  grammar in the server's own grammar parameter (``model.server_grammar``: ``grammar``
+  for llama.cpp's servers, ``structured_outputs.grammar`` for vLLM 0.11+,
+  ``guided_grammar`` for older vLLM), the same stop sequences, the same token budget and
+  greedy sampling without the server's repeat penalty. The reply is text, parsed by the
+  runner exactly like the in-process backend's, so a server gives the calls the embedded
+  backend gives. The leading ``<bos>`` of the rendering is left to the server, which adds
+  it itself (sending it too would double it).
+- ``chat``: chat completions with native tools, for servers that offer nothing else.
+  Calls the server parsed come back as ``tool_calls`` (parse path ``native``) and
+  everything else stays in the text for the runner's parsing chain. Servers differ, so
+  the backend adapts: only the tools allowed this turn are sent; a single required tool
+  is requested by name, which servers without ``"required"`` support (llama-cpp-python's)
+  honour; a server that rejects ``tool_choice: "required"`` is asked with ``"auto"`` from
+  then on; assistant messages carrying tool calls are sent with ``content: ""``, never
+  null. llama-cpp-python's server has no FunctionGemma chat template for the base GGUF
+  and falls back to a generic chat format: with one allowed tool it constrains the JSON
+  arguments to the tool's schema and returns native calls; with several it answers in
+  text, which the runner's parsing chain reads (FunctionGemma tags, JSON, ...). vLLM
+  with its ``functiongemma`` tool parser and template returns native calls.
+
+In both modes the model id is per request (an operation's LoRA adapter name on vLLM,
+served with ``--lora-modules name=path``) and is checked once against ``/models``,
+because some servers silently answer with another model.
 
 ``timeout`` (``model.request_timeout``) is a wall-clock deadline for each attempt as a
 whole: connecting, sending and reading the entire reply. The HTTP client's own timeouts
-only bound each read, so a server trickling a byte a second would never hit them. With
-``max_retries`` retries and ``backoff`` seconds, one request takes at most
-``(max_retries + 1) * timeout + 1.5 * backoff * (2**max_retries - 1)`` seconds (defaults:
-4 x 120 s + 5.25 s); the one-time ``/models`` check of a model id has the same bound.
-
-llama-cpp-python's server has no FunctionGemma chat template for the base GGUF and
-falls back to a generic chat format: with one allowed tool it constrains the JSON
-arguments to the tool's schema and returns native calls; with several it answers in
-text, which the runner's parsing chain reads (FunctionGemma tags, JSON, ...). vLLM with
-its ``functiongemma`` tool parser and template returns native calls for any choice.
+only bound each read, so a server trickling a byte a second would never hit them.
+Connection errors, 429 and 5xx are retried ``max_retries`` times with exponential
+backoff; an attempt that timed out is retried at most once, because a server that let
+one attempt run out its deadline is stuck or far too slow, and waiting for it again and
+again only delays the error. So a server that never answers fails a request within
+``2 * timeout + 1.5 * backoff`` seconds (defaults: 2 x 120 s + 0.75 s), and any request
+ends within ``(max_retries + 1) * timeout + 1.5 * backoff * (2**max_retries - 1)``
+seconds; the one-time ``/models`` check of a model id has the same bounds.
 
 Error codes (stable): MODEL_030 the server cannot be reached (connection refused or
 failed); MODEL_031 the model is not served; MODEL_032 the server kept failing (429, 5xx);
 MODEL_033 the server rejected the request (bad request, authentication); MODEL_034 the
-server's reply is not a chat completion or model list (invalid JSON, a web page, missing
-fields): the server's fault, not the model's; MODEL_035 no attempt finished within
-``model.request_timeout`` (a slow or stuck server).
+server's reply is not a completion, chat completion or model list (invalid JSON, a web
+page, missing fields): the server's fault, not the model's; MODEL_035 no attempt finished
+within ``model.request_timeout`` (a slow or stuck server); MODEL_036 the server has no
+completions endpoint (``model.openai_mode: chat`` is for such servers).
 """
 
 from __future__ import annotations
@@ -41,20 +54,52 @@ import asyncio
 import json
 import random
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
 
 import openai
 from openai import AsyncOpenAI
 
 from remora.errors import ModelError
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from remora.model.functiongemma import BOS, END_CALL, START_CALL, STOP_SEQUENCES, render_prompt
+from remora.model.grammar import CallGrammar, build_call_grammar
+
+OpenAIMode = Literal["completions", "chat"]
+ServerGrammar = Literal["llama_cpp", "vllm", "vllm_guided", "none"]
+
+TIMEOUT_RETRIES = 1
+"""Retries after an attempt that timed out (fewer when ``max_retries`` is lower)."""
 
 _NO_KEY = "not-needed"
+_STANDARD_FIELDS = frozenset({"model", "prompt", "max_tokens", "temperature", "top_p", "stop"})
+"""Completions fields the openai client knows; the rest goes in its ``extra_body``."""
+_T = TypeVar("_T")
+
+
+def describe_mode(mode: OpenAIMode, server_grammar: ServerGrammar, grammar: bool = True) -> str:
+    """How requests go to the server, for reports: e.g. ``openai (completions + llama_cpp
+    grammar)``, ``openai (completions, no grammar)`` or ``openai (chat + native tools)``."""
+    if mode == "chat":
+        return "openai (chat + native tools)"
+    if not grammar or server_grammar == "none":
+        return "openai (completions, no grammar)"
+    return f"openai (completions + {server_grammar} grammar)"
+
+
+def completion_prompt(request: ModelRequest) -> str:
+    """The text the server completes: the in-process backend's rendering, less the leading
+    ``<bos>`` that llama.cpp's servers and vLLM add to every prompt themselves."""
+    text = render_prompt(request.messages, request.tools, ensure_trigger=bool(request.tools))
+    return text.removeprefix(BOS)
 
 
 class OpenAIBackend:
-    """A ``ModelClient`` for an OpenAI-compatible chat completions endpoint."""
+    """A ``ModelClient`` for an OpenAI-compatible server, in completions or chat mode.
+
+    ``mode`` defaults to ``chat`` for direct use; ``create_client`` passes
+    ``model.openai_mode`` (default ``completions``).
+    """
 
     def __init__(
         self,
@@ -66,6 +111,9 @@ class OpenAIBackend:
         max_retries: int = 3,
         backoff: float = 0.5,
         check_model: bool = True,
+        mode: OpenAIMode = "chat",
+        server_grammar: ServerGrammar = "llama_cpp",
+        grammar: bool = True,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model_id = model_id
@@ -73,6 +121,9 @@ class OpenAIBackend:
         self.backoff = backoff
         self.check_model = check_model
         self.timeout = timeout
+        self.mode: OpenAIMode = mode
+        self.server_grammar: ServerGrammar = server_grammar
+        self.grammar = grammar
         self._client = AsyncOpenAI(
             base_url=self.base_url, api_key=api_key or _NO_KEY, timeout=timeout, max_retries=0
         )
@@ -81,29 +132,142 @@ class OpenAIBackend:
         self._checked: set[str] = set()
         self._rng = random.Random()
 
+    @property
+    def label(self) -> str:
+        """Which mode runs, as reports name the backend."""
+        return describe_mode(self.mode, self.server_grammar, self.grammar)
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         model = request.model_id or self.model_id
         if self.check_model and model not in self._checked:
             await self._check_served(model)
         started = time.perf_counter()
+        if self.mode == "completions":
+            response = await self._complete_text(request, model)
+        else:
+            response = await self._complete_chat(request, model)
+        response.latency_s = time.perf_counter() - started
+        return response
+
+    # completions mode -----------------------------------------------------------------
+
+    def call_grammar(self, request: ModelRequest) -> tuple[CallGrammar | None, bool]:
+        """The grammar sent with this turn (None: unconstrained) and whether a call is
+        required: the in-process backend's choice, unless no grammar goes to the server."""
+        specs = request.allowed_specs()
+        required = request.tool_choice != "auto" and bool(specs)
+        if not specs or not self.grammar or self.server_grammar == "none":
+            return None, required
+        return build_call_grammar(specs, request.choices, optional_call=not required), required
+
+    def completion_payload(self, request: ModelRequest, model: str) -> dict[str, Any]:
+        """The completions request for one turn.
+
+        The budget is the in-process one: ``max_tokens``, extended once by as much again
+        when a call is cut. A required call under the grammar is always extended there,
+        so it is asked for in one go here; otherwise :meth:`_complete_text` asks again.
+        Sampling is plain greedy (or temperature over the 64 best tokens) as in-process,
+        so the server's repeat penalty, top-p and min-p are turned off where it has them.
+        """
+        grammar, required = self.call_grammar(request)
+        budget = request.max_tokens * (2 if grammar is not None and required else 1)
+        payload: dict[str, Any] = {
+            "model": model,
+            "prompt": completion_prompt(request),
+            "max_tokens": budget,
+            "temperature": request.temperature,
+            "top_p": 1.0,
+            "stop": list(STOP_SEQUENCES),
+        }
+        flavour = self.server_grammar
+        if flavour == "llama_cpp":
+            payload |= {"top_k": 64, "min_p": 0.0, "repeat_penalty": 1.0}
+        elif flavour in ("vllm", "vllm_guided"):
+            # vLLM drops special tokens from the text unless told; a GGUF or checkpoint
+            # whose call tags are special tokens would lose them.
+            payload |= {
+                "top_k": 64,
+                "min_p": 0.0,
+                "skip_special_tokens": False,
+                "spaces_between_special_tokens": False,
+            }
+        if grammar is not None:
+            if flavour == "llama_cpp":
+                payload["grammar"] = grammar.gbnf
+            elif flavour == "vllm":
+                payload["structured_outputs"] = {"grammar": grammar.gbnf}
+            elif flavour == "vllm_guided":
+                payload["guided_grammar"] = grammar.gbnf
+        return payload
+
+    async def _complete_text(self, request: ModelRequest, model: str) -> ModelResponse:
+        payload = self.completion_payload(request, model)
+        response = await self._text_completion(payload)
+        if (
+            response.finish_reason == "length"
+            and payload["max_tokens"] == request.max_tokens
+            and _open_call(response.raw_text)
+        ):
+            # The in-process backend extends a call cut by max_tokens once; a completion
+            # cannot be resumed under a grammar, so the turn is asked again with the
+            # extended budget (greedy decoding repeats the same text up to the cut).
+            first = response.usage
+            response = await self._text_completion(
+                {**payload, "max_tokens": 2 * request.max_tokens}
+            )
+            response.usage = Usage(
+                prompt_tokens=first.prompt_tokens + response.usage.prompt_tokens,
+                completion_tokens=first.completion_tokens + response.usage.completion_tokens,
+                cached_prompt_tokens=(
+                    first.cached_prompt_tokens + response.usage.cached_prompt_tokens
+                ),
+            )
+        return response
+
+    async def _text_completion(self, payload: dict[str, Any]) -> ModelResponse:
+        standard = {key: value for key, value in payload.items() if key in _STANDARD_FIELDS}
+        extra = {key: value for key, value in payload.items() if key not in _STANDARD_FIELDS}
+        try:
+            completion = await self._with_retries(
+                lambda: self._client.completions.create(**standard, extra_body=extra or None),
+                "a completion",
+                str(payload["model"]),
+            )
+        except openai.BadRequestError as exc:
+            raise _rejected(exc, self.base_url) from None
+        except (ValueError, openai.APIResponseValidationError) as exc:
+            raise _garbled(self.base_url, exc, "a completion") from None
+        try:
+            return _text_response(completion)
+        except (AttributeError, TypeError, ValueError, IndexError) as exc:
+            raise _garbled(self.base_url, exc, "a completion") from None
+
+    # chat mode ------------------------------------------------------------------------
+
+    async def _complete_chat(self, request: ModelRequest, model: str) -> ModelResponse:
         payload = self.payload(request, model)
         try:
-            completion = await self._with_retries(payload)
+            completion = await self._chat(payload)
         except openai.BadRequestError as exc:
             if payload.get("tool_choice") == "required" and _mentions_tool_choice(exc):
                 self._required_supported = False
                 payload["tool_choice"] = "auto"
-                completion = await self._with_retries(payload)
+                completion = await self._chat(payload)
             else:
                 raise _rejected(exc, self.base_url) from None
         except (ValueError, openai.APIResponseValidationError) as exc:
             raise _garbled(self.base_url, exc) from None
         try:
-            response = _response(completion)
+            return _response(completion)
         except (AttributeError, TypeError, ValueError, IndexError) as exc:
             raise _garbled(self.base_url, exc) from None
-        response.latency_s = time.perf_counter() - started
-        return response
+
+    async def _chat(self, payload: dict[str, Any]) -> Any:
+        return await self._with_retries(
+            lambda: self._client.chat.completions.create(**payload),
+            "a chat completion",
+            str(payload["model"]),
+        )
 
     def payload(self, request: ModelRequest, model: str) -> dict[str, Any]:
         """The chat completions arguments for one request."""
@@ -126,22 +290,30 @@ class OpenAIBackend:
             return {"type": "function", "function": {"name": specs[0].name}}
         return "required" if self._required_supported else "auto"
 
-    async def _with_retries(self, payload: dict[str, Any]) -> Any:
-        attempt = 0
+    # retries --------------------------------------------------------------------------
+
+    def _gives_up(self, attempt: int, timeouts: int) -> bool:
+        """Whether the failed ``attempt`` (0-based) was the last; ``timeouts`` counts the
+        attempts that timed out so far, including this one."""
+        return attempt >= self.max_retries or timeouts > TIMEOUT_RETRIES
+
+    async def _with_retries(self, send: Callable[[], Awaitable[_T]], what: str, model: str) -> _T:
+        attempt = timeouts = 0
         while True:
             try:
                 async with asyncio.timeout(self.timeout):
-                    return await self._client.chat.completions.create(**payload)
+                    return await send()
             except openai.BadRequestError:
                 raise
             except (openai.APITimeoutError, TimeoutError):
-                if attempt >= self.max_retries:
-                    raise self._timed_out("a chat completion", attempt + 1) from None
+                timeouts += 1
+                if self._gives_up(attempt, timeouts):
+                    raise self._timed_out(what, attempt + 1) from None
             except openai.APIConnectionError:
-                if attempt >= self.max_retries:
+                if self._gives_up(attempt, timeouts):
                     raise _unreachable(self.base_url) from None
             except openai.NotFoundError as exc:
-                raise await self._not_found(str(payload["model"]), exc) from None
+                raise await self._not_found(model, exc) from None
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                 raise ModelError(
                     "MODEL_033",
@@ -153,7 +325,7 @@ class OpenAIBackend:
                 retryable = exc.status_code == 429 or exc.status_code >= 500
                 if not retryable:
                     raise _rejected(exc, self.base_url) from None
-                if attempt >= self.max_retries:
+                if self._gives_up(attempt, timeouts):
                     raise ModelError(
                         "MODEL_032",
                         f"the model server at {self.base_url} kept failing "
@@ -180,7 +352,7 @@ class OpenAIBackend:
     async def served_models(self) -> list[str]:
         """Model ids the server lists (``/models``), retried and bounded like completions;
         a reply that is not a model list is MODEL_034, like a garbled completion."""
-        attempt = 0
+        attempt = timeouts = 0
         while True:
             try:
                 async with asyncio.timeout(self.timeout):
@@ -194,13 +366,14 @@ class OpenAIBackend:
             ) as exc:
                 raise _garbled(self.base_url, exc, "a model list") from None
             except (openai.APITimeoutError, TimeoutError):
-                if attempt >= self.max_retries:
+                timeouts += 1
+                if self._gives_up(attempt, timeouts):
                     raise self._timed_out("listing its models", attempt + 1) from None
             except openai.APIConnectionError:
-                if attempt >= self.max_retries:
+                if self._gives_up(attempt, timeouts):
                     raise _unreachable(self.base_url) from None
             except openai.APIStatusError as exc:
-                if exc.status_code < 500 or attempt >= self.max_retries:
+                if exc.status_code < 500 or self._gives_up(attempt, timeouts):
                     raise
             await asyncio.sleep(self._delay(attempt))
             attempt += 1
@@ -222,6 +395,14 @@ class OpenAIBackend:
             served = []
         if served and model not in served:
             return _not_served(model, self.base_url, served)
+        if self.mode == "completions":
+            return ModelError(
+                "MODEL_036",
+                f"the model server at {self.base_url} has no completions endpoint "
+                f"(404 for model {model!r}: {_message(exc)})",
+                "set model.openai_mode: chat for a server that offers only chat completions, "
+                "or check model.base_url (it usually ends in /v1)",
+            )
         return ModelError(
             "MODEL_031",
             f"the model server at {self.base_url} answered 404 for model {model!r}: "
@@ -311,23 +492,50 @@ def _response(completion: Any) -> ModelResponse:
         calls.append(
             ToolCall(id=raw.id or "", name=function.name, arguments=arguments, parse_path="native")
         )
-    usage = completion.usage
-    cached = 0
-    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
-    if details is not None and getattr(details, "cached_tokens", None):
-        cached = int(details.cached_tokens)
     raw_text = "\n".join(part for part in (content, *leftovers) if part)
     return ModelResponse(
         content=content,
         tool_calls=calls,
         raw_text=raw_text,
         finish_reason=choice.finish_reason if choice is not None else None,
-        usage=Usage(
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-            cached_prompt_tokens=cached,
-        ),
+        usage=_usage(completion.usage),
     )
+
+
+def _text_response(completion: Any) -> ModelResponse:
+    """A completion as the in-process backend answers: the text as content and raw text,
+    no native calls (the runner parses the FunctionGemma call out of the text)."""
+    if not completion.choices:
+        raise ValueError("no choices in the reply")
+    choice = completion.choices[0]
+    text = getattr(choice, "text", None)
+    if not isinstance(text, str):
+        raise ValueError("the first choice has no text")
+    reason = getattr(choice, "finish_reason", None)
+    return ModelResponse(
+        content=text,
+        raw_text=text,
+        finish_reason=reason if isinstance(reason, str) else None,
+        usage=_usage(completion.usage),
+    )
+
+
+def _usage(usage: Any) -> Usage:
+    cached = 0
+    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
+    if details is not None and getattr(details, "cached_tokens", None):
+        cached = int(details.cached_tokens)
+    return Usage(
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cached_prompt_tokens=cached,
+    )
+
+
+def _open_call(text: str) -> bool:
+    """Whether ``text`` stops inside a FunctionGemma call."""
+    start = text.rfind(START_CALL)
+    return start >= 0 and END_CALL not in text[start:]
 
 
 def _arguments(text: str | None) -> dict[str, Any] | None:
