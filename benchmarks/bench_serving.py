@@ -8,19 +8,32 @@
 (c) call speed: ms per generated token of a tool call with free sampling (no grammar),
     with the call grammar, and with the grammar plus jump-forward (forced text appended
     and evaluated in one batch); the goal is constrained calls faster than free text.
+(d) servers: the harness agent's correct-call rate (name and arguments as its expectation
+    says), success, valid calls and latency in-process (jump-forward on, as configured by
+    default, and off) and through a local ``python -m llama_cpp.server`` on the same GGUF,
+    in completions mode with the call grammar and in chat mode; the goal is the server in
+    completions mode equal to in-process.
 
 The machine is shared and noisy: compare the figures within one run.
 
-    python benchmarks/bench_serving.py [--requests 8] [--tokens 48] [--rounds 3]
+    python benchmarks/bench_serving.py [--requests 8] [--tokens 48] [--rounds 3] [--only-d]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
+import os
+import signal
+import socket
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,9 +43,10 @@ from remora.config import ModelConfig, RemoraConfig
 from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.harness import run_harness
-from remora.model.base import Message, ModelRequest, ToolSpec
+from remora.model.base import Message, ModelClient, ModelRequest, ToolSpec
 from remora.model.defaults import resolve_model_path
 from remora.model.llama_cpp import LlamaCppBackend, thread_choice, usable_cpus
+from remora.model.openai_http import OpenAIBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "examples" / "sample_project" / "inventory" / "pricing.py"
@@ -167,15 +181,160 @@ def call_speed(path: Path, tokens: int, rounds: int) -> dict[str, float]:
     return result
 
 
+SERVED_AS = "remora-bench"
+
+
+@contextmanager
+def llama_server(path: Path, threads: int, context: int) -> Iterator[str]:
+    """(d) ``python -m llama_cpp.server`` on ``path`` at 127.0.0.1, in its own process group.
+
+    Flash attention on, as llama.cpp's default gives the in-process backend on a CPU
+    (llama-cpp-python's server turns it off, which changes floats enough to flip ties).
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(path),
+        "--model_alias",
+        SERVED_AS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(context),
+        "--n_threads",
+        str(threads),
+        "--flash_attn",
+        "true",
+        "--verbose",
+        "false",
+    ]
+    url = f"http://127.0.0.1:{port}/v1"
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                if process.poll() is not None:
+                    log.seek(0)
+                    raise RuntimeError(f"llama_cpp.server exited: {log.read().decode()[-2000:]}")
+                with (
+                    contextlib.suppress(OSError),
+                    urllib.request.urlopen(url + "/models", timeout=1) as reply,
+                ):
+                    if reply.status == 200:
+                        break
+                if time.monotonic() > deadline:
+                    raise RuntimeError("llama_cpp.server did not start within 120 s")
+                time.sleep(0.2)
+            yield url
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def harness_quality(model: ModelClient, label: str, requests: int) -> dict[str, Any]:
+    """(d) the harness agent's rates through ``model`` (one episode at a time)."""
+    config = RemoraConfig()
+    agents = load_agents(config.agents.dirs)
+    nodes = discover([SAMPLE], config.discovery, root=SAMPLE.parent.parent).nodes
+
+    async def run() -> Any:
+        try:
+            return await run_harness(
+                agent=agents["harness"],
+                nodes=nodes,
+                root=SAMPLE.parent.parent,
+                model=model,
+                config=config,
+                backend=label,
+                requests=requests,
+                concurrency=1,
+            )
+        finally:
+            await model.aclose()
+
+    started = time.perf_counter()
+    report = asyncio.run(run())
+    stats = report.variants[0]
+    correct = stats.correct_call_rate
+    return {
+        "backend": label,
+        "correct_call_rate": correct if correct is not None else stats.success_rate,
+        "success": stats.success_rate,
+        "valid": stats.valid_call_rate,
+        "call": stats.tool_call_rate,
+        "p50_s": stats.latency_p50_s,
+        "submitted": stats.submitted_rate,
+        "wall_s": time.perf_counter() - started,
+    }
+
+
+def server_vs_in_process(path: Path, requests: int) -> list[dict[str, Any]]:
+    """(d) the same harness episodes in-process and through a local llama.cpp server."""
+    config = RemoraConfig()
+    threads, _ = thread_choice(None)
+    context = config.model.context_size
+    rows = [
+        harness_quality(LlamaCppBackend(path, context_size=context), "in-process", requests),
+        harness_quality(
+            LlamaCppBackend(path, context_size=context, jump_forward=False),
+            "in-process, no jump-forward",
+            requests,
+        ),
+    ]
+    with llama_server(path, threads, context) as url:
+        for mode in ("completions", "chat"):
+            backend = OpenAIBackend(
+                base_url=url,
+                model_id=SERVED_AS,
+                mode=mode,
+                server_grammar="llama_cpp",
+                timeout=config.model.request_timeout,
+            )
+            rows.append(harness_quality(backend, f"server, {backend.label}", requests))
+    return rows
+
+
+def print_serving(rows: list[dict[str, Any]]) -> None:
+    base = rows[0]["correct_call_rate"]
+    for row in rows:
+        ratio = f"{row['correct_call_rate'] / base:.2f}x in-process" if base else "n/a"
+        print(
+            f"(d) {row['backend']}: correct calls {row['correct_call_rate']:.0%} ({ratio}), "
+            f"success {row['success']:.0%}, submitted {row['submitted']:.0%}, "
+            f"responses with a call {row['call']:.0%}, valid calls {row['valid']:.0%}, "
+            f"p50 {row['p50_s']:.1f} s per model call, {row['wall_s']:.0f} s"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only-d", action="store_true", help="run only (d), the servers")
     args = parser.parse_args()
     path = resolve_model_path(ModelConfig())
     chosen, _ = thread_choice(None)
     print(f"model {path.name}; {usable_cpus()} usable CPUs; default threads {chosen}")
+    if args.only_d:
+        print_serving(server_vs_in_process(path, args.requests))
+        return 0
 
     rates = [harness_rate(path, c, args.requests) for c in (1, 2, 4)]
     for rate in rates:
@@ -205,6 +364,8 @@ def main() -> int:
         f"{speed['free_tokens']:.0f} / {speed['grammar_tokens']:.0f} / "
         f"{speed['jump_forward_tokens']:.0f}"
     )
+
+    print_serving(server_vs_in_process(path, args.requests))
     return 0
 
 
