@@ -23,17 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import multiprocessing
-import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,6 +42,10 @@ from remora.model.llama_cpp import LlamaCppBackend, thread_choice, usable_cpus
 from remora.model.openai_http import OpenAIBackend
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.support.llama_server import llama_server  # noqa: E402
+
 SAMPLE = ROOT / "examples" / "sample_project" / "inventory" / "pricing.py"
 
 SYSTEM = (
@@ -184,69 +181,6 @@ def call_speed(path: Path, tokens: int, rounds: int) -> dict[str, float]:
 SERVED_AS = "remora-bench"
 
 
-@contextmanager
-def llama_server(path: Path, threads: int, context: int) -> Iterator[str]:
-    """(d) ``python -m llama_cpp.server`` on ``path`` at 127.0.0.1, in its own process group.
-
-    Flash attention on, as llama.cpp's default gives the in-process backend on a CPU
-    (llama-cpp-python's server turns it off, which changes floats enough to flip ties).
-    """
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(path),
-        "--model_alias",
-        SERVED_AS,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        str(context),
-        "--n_threads",
-        str(threads),
-        "--flash_attn",
-        "true",
-        "--verbose",
-        "false",
-    ]
-    url = f"http://127.0.0.1:{port}/v1"
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                if process.poll() is not None:
-                    log.seek(0)
-                    raise RuntimeError(f"llama_cpp.server exited: {log.read().decode()[-2000:]}")
-                with (
-                    contextlib.suppress(OSError),
-                    urllib.request.urlopen(url + "/models", timeout=1) as reply,
-                ):
-                    if reply.status == 200:
-                        break
-                if time.monotonic() > deadline:
-                    raise RuntimeError("llama_cpp.server did not start within 120 s")
-                time.sleep(0.2)
-            yield url
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-
-
 def harness_quality(model: ModelClient, label: str, requests: int) -> dict[str, Any]:
     """(d) the harness agent's rates through ``model`` (one episode at a time)."""
     config = RemoraConfig()
@@ -297,7 +231,7 @@ def server_vs_in_process(path: Path, requests: int) -> list[dict[str, Any]]:
             requests,
         ),
     ]
-    with llama_server(path, threads, context) as url:
+    with llama_server(path, SERVED_AS, context=context, threads=threads, ready_within=120) as url:
         for mode in ("completions", "chat"):
             backend = OpenAIBackend(
                 base_url=url,

@@ -24,15 +24,6 @@ like the in-process default on this machine.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,6 +38,7 @@ from remora.model.defaults import resolve_model_path
 from remora.model.llama_cpp import LlamaCppBackend
 from remora.model.openai_http import OpenAIBackend, completion_prompt
 from remora.runner.parsing import parse_response
+from tests.support.llama_server import llama_server
 from tests.support.timed import run_timed
 
 pytestmark = pytest.mark.model
@@ -65,69 +57,14 @@ PRIMER = ModelRequest(
 the server's first request, so those two cells are computed alike on both sides."""
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    """``python -m llama_cpp.server`` on the embedded GGUF, in its own process group so
-    it and anything it starts are killed however the tests end."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(resolve_model_path(ModelConfig())),
-        "--model_alias",
-        ALIAS,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "4096",
-        "--n_threads",
-        "1",
-        "--flash_attn",
-        "true",
-        "--verbose",
-        "false",
-    ]
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
-        )
-        url = f"http://127.0.0.1:{port}/v1"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if process.poll() is not None:
-                    log.seek(0)
-                    pytest.fail(f"llama_cpp.server exited: {log.read().decode()[-2000:]}")
-                with (
-                    contextlib.suppress(OSError),
-                    urllib.request.urlopen(url + "/models", timeout=1) as reply,
-                ):
-                    if reply.status == 200:
-                        break
-                if time.monotonic() > deadline:
-                    pytest.fail("llama_cpp.server did not become ready within 60 s")
-                time.sleep(0.2)
-            complete(url, PRIMER)
-            yield url
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+    """``python -m llama_cpp.server`` on the embedded GGUF, primed with :data:`PRIMER`."""
+    with llama_server(
+        resolve_model_path(ModelConfig()), ALIAS, context=4096, threads=1, ready_within=60
+    ) as url:
+        complete(url, PRIMER)
+        yield url
 
 
 @pytest.fixture(scope="module")
