@@ -84,12 +84,14 @@ def busy_core() -> Iterator[None]:
         process.join()
 
 
-def harness_rate(path: Path, concurrency: int, requests: int) -> dict[str, Any]:
-    """(a) jobs per minute of the harness agent at ``concurrency``."""
+def harness_rate(
+    path: Path, concurrency: int, requests: int, lanes: int | None = None
+) -> dict[str, Any]:
+    """(a) jobs per minute of the harness agent at ``concurrency`` (default lanes)."""
     config = RemoraConfig()
     agents = load_agents(config.agents.dirs)
     nodes = discover([str(SAMPLE)], config.discovery, root=SAMPLE.parent.parent).nodes
-    backend = LlamaCppBackend(path, context_size=config.model.context_size)
+    backend = LlamaCppBackend(path, context_size=config.model.context_size, lanes=lanes)
     backend.load()
 
     async def run() -> Any:
@@ -113,6 +115,7 @@ def harness_rate(path: Path, concurrency: int, requests: int) -> dict[str, Any]:
     stats = report.variants[0]
     return {
         "concurrency": concurrency,
+        "lanes": backend.lanes,
         "jobs_per_min": 60 * len(report.episodes) / wall,
         "correct": stats.success_rate,
         "wall_s": wall,
@@ -261,6 +264,7 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only-a", action="store_true", help="run only (a), concurrency")
     parser.add_argument("--only-d", action="store_true", help="run only (d), the servers")
     args = parser.parse_args()
     path = resolve_model_path(ModelConfig())
@@ -271,12 +275,19 @@ def main() -> int:
         return 0
 
     rates = [harness_rate(path, c, args.requests) for c in (1, 2, 4)]
-    for rate in rates:
+    one_lane = harness_rate(path, 4, args.requests, lanes=1)
+    for rate in [*rates, one_lane]:
         print(
-            f"(a) concurrency {rate['concurrency']}: {rate['jobs_per_min']:.1f} jobs/min "
+            f"(a) concurrency {rate['concurrency']}, {rate['lanes']} lane(s): "
+            f"{rate['jobs_per_min']:.1f} jobs/min "
             f"({rate['correct']:.0%} correct episodes, {rate['wall_s']:.1f}s)"
         )
-    print(f"(a) concurrency 4 / 1: {rates[2]['jobs_per_min'] / rates[0]['jobs_per_min']:.2f}x")
+    print(
+        f"(a) concurrency 4 / 1: {rates[2]['jobs_per_min'] / rates[0]['jobs_per_min']:.2f}x "
+        f"({one_lane['jobs_per_min'] / rates[0]['jobs_per_min']:.2f}x on one lane)"
+    )
+    if args.only_a:
+        return 0
 
     every = usable_cpus()
     idle = {t: tokens_per_s(path, t, args.tokens, args.rounds) for t in sorted({chosen, every})}

@@ -65,6 +65,12 @@ class ModelConfig(_Section):
     context_size: int = Field(default=8192, ge=512)
     max_tokens: int = Field(default=384, ge=16)
     threads: int | None = Field(default=None, ge=1)
+    lanes: int | None = Field(
+        default=None,
+        ge=1,
+        description="llama.cpp contexts decoding side by side (llama_cpp); unset means one "
+        "per model.threads usable CPUs, at most 4.",
+    )
     batch_size: int = Field(default=512, ge=16)
     grammar: bool = Field(
         default=True,

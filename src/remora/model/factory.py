@@ -36,6 +36,7 @@ def create_client(config: ModelConfig, environ: Mapping[str, str] | None = None)
             path,
             context_size=config.context_size,
             threads=config.threads,
+            lanes=config.lanes,
             batch_size=config.batch_size,
             grammar=config.grammar,
             jump_forward=config.jump_forward,

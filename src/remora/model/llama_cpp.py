@@ -2,11 +2,12 @@
 
 Prompts are rendered by ``remora.model.functiongemma`` and run in completion mode, so
 llama-cpp-python's chat formats (which silently fall back to llama-2 for a GGUF
-without a template) are never involved. One model and one context serve every agent:
-requests queue on a single worker thread (the scheduler), so the event loop never
-blocks and calls never interleave inside llama.cpp.
+without a template) are never involved. One loaded model serves every agent through
+one or more lanes (a context and the scheduler thread that owns it): requests queue
+on a lane's thread, so the event loop never blocks and calls never interleave inside
+one context, while lanes decode side by side.
 
-KV cache: the context holds several sequences in one unified cache. Each conversation
+KV cache: each context holds several sequences in one unified cache. Each conversation
 owns a sequence; when a turn's prompt text extends the text its sequence holds (the
 previous prompt plus what the model generated), those tokens are reused as they are
 and only the new text is tokenized and evaluated; otherwise the longest common token
@@ -41,10 +42,11 @@ import math
 import os
 import queue
 import random
+import statistics
 import sys
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -166,6 +168,24 @@ def thread_choice(configured: int | None) -> tuple[int, str]:
     return default_threads(), (
         f"half of the {cpus} usable CPUs, so generation keeps its pace when other "
         "processes are busy (set model.threads to change it)"
+    )
+
+
+def lane_choice(configured: int | None, threads: int) -> tuple[int, str]:
+    """How many contexts decode side by side, and why (``remora doctor`` shows both).
+
+    Concurrent jobs on one context share each forward pass, but a forward pass of the
+    270M model on one thread is compute-bound, so batching alone gained nothing; a second
+    single-thread context on the idle core does. One lane per ``threads`` usable CPUs, at
+    most four (each lane holds its own KV cache); a lane opens only when a request needs it.
+    """
+    if configured:
+        return configured, "set by model.lanes"
+    cpus = usable_cpus()
+    lanes = max(1, min(4, cpus // threads))
+    return lanes, (
+        f"one per {threads} thread(s) of the {cpus} usable CPUs, so concurrent jobs decode "
+        "side by side (set model.lanes to change it)"
     )
 
 
@@ -381,22 +401,10 @@ class _Grammar:
             self.handle = None
 
 
-class _Engine:
-    """Model, context and KV sequences; every method runs on the backend's worker thread."""
+class _Weights:
+    """The loaded model file, shared read-only by every lane's context."""
 
-    def __init__(
-        self,
-        path: Path,
-        *,
-        context_size: int,
-        cache_tokens: int,
-        sequences: int,
-        threads: int,
-        batch_size: int,
-        seed: int,
-        verbose: bool,
-        poll: int | None = None,
-    ) -> None:
+    def __init__(self, path: Path, *, verbose: bool) -> None:
         lib = _bindings()
         self.lib = lib
         _install_log_callback(lib, verbose)
@@ -410,11 +418,78 @@ class _Engine:
                 f"llama.cpp could not load {path}",
                 "the file is corrupt or not a model llama.cpp supports; download it again",
             )
+        self.path = path
         self.model = model
         self.vocab = lib.llama_model_get_vocab(model)
+        self.trained_context = int(lib.llama_model_n_ctx_train(model))
+
+    def close(self) -> None:
+        if self.model is not None:
+            self.lib.llama_model_free(self.model)
+            self.model = None
+
+
+class _StepChoice:
+    """Whether a step decodes its runs together, in one ``llama_decode``, or one by one.
+
+    Together shares each forward pass, but the output layer may cost far more for
+    several rows than for one: Gemma 3's 262k-token output layer on one thread took
+    44 ms for two sequences' tokens and 12 ms for one, so on this kind of CPU one
+    decode per run is faster. So it is measured, not assumed: steps with several runs
+    alternate between the two ways for ``2 * trials`` steps, then take the way with the
+    lower median time per run until the next ``recheck`` steps, when the trial repeats
+    (the machine's load changes).
+    """
+
+    def __init__(self, *, trials: int = 4, recheck: int = 256) -> None:
+        self.trials = trials
+        self.recheck = recheck
+        self.count = 0
+        self.seconds: dict[bool, list[float]] = {True: [], False: []}
+        self.decided = True
+
+    def together(self) -> bool:
+        phase = self.count % self.recheck
+        if phase < 2 * self.trials:
+            return phase % 2 == 0
+        return self.decided
+
+    def record(self, together: bool, seconds_per_run: float) -> None:
+        phase = self.count % self.recheck
+        self.count += 1
+        if phase >= 2 * self.trials:
+            return
+        self.seconds[together].append(seconds_per_run)
+        if phase == 2 * self.trials - 1:
+            self.decided = statistics.median(self.seconds[True]) <= statistics.median(
+                self.seconds[False]
+            )
+            self.seconds = {True: [], False: []}
+
+
+class _Engine:
+    """One llama.cpp context over shared weights, with its KV sequences; every method
+    runs on the thread of the lane that owns it."""
+
+    def __init__(
+        self,
+        weights: _Weights,
+        *,
+        context_size: int,
+        cache_tokens: int,
+        sequences: int,
+        threads: int,
+        batch_size: int,
+        seed: int,
+        poll: int | None = None,
+    ) -> None:
+        lib = weights.lib
+        self.lib = lib
+        model = weights.model
+        self.model = model
+        self.vocab = weights.vocab
         self.n_vocab = int(lib.llama_vocab_n_tokens(self.vocab))
-        trained = int(lib.llama_model_n_ctx_train(model)) or context_size
-        self.context_size = min(context_size, trained)
+        self.context_size = min(context_size, weights.trained_context or context_size)
         params = lib.llama_context_default_params()
         params.n_ctx = max(self.context_size, cache_tokens)
         params.n_batch = batch_size
@@ -427,11 +502,10 @@ class _Engine:
         params.no_perf = True
         ctx = lib.llama_init_from_model(model, params)
         if not ctx:
-            lib.llama_model_free(model)
             raise ModelError(
                 "MODEL_002",
-                f"llama.cpp could not create a context for {path}",
-                "lower model.context_size or free memory",
+                f"llama.cpp could not create a context for {weights.path}",
+                "lower model.context_size or model.lanes, or free memory",
             )
         self.ctx = ctx
         self.threadpool = _threadpool(lib, threads, poll) if poll is not None else None
@@ -450,6 +524,7 @@ class _Engine:
         self.rng = random.Random(seed)
         self.decodes = 0
         """``llama_decode`` calls so far (batching shows as fewer of them)."""
+        self.steps = _StepChoice()
         self.closed = False
 
     # tokens ---------------------------------------------------------------------------
@@ -767,18 +842,26 @@ class _Engine:
         return run
 
     def step(self, runs: Sequence[_Run]) -> None:
-        """Evaluate every run's pending tokens in one batch, then advance each run."""
+        """Evaluate every run's pending tokens, in one batch or one decode each as
+        :class:`_StepChoice` finds faster, then advance each run."""
         live = [run for run in runs if not run.done]
         if not live:
             return
         busy = frozenset(run.slot.seq for run in runs)
-        work = [(run.slot, run.pending) for run in live]
-        self._evaluate(work, busy)
+        together = len(live) == 1 or self.steps.together()
+        started = time.perf_counter()
+        if together:
+            self._evaluate([(run.slot, run.pending) for run in live], busy)
         index = -1
         for run in live:
-            index += len(run.pending)
+            if together:
+                index += len(run.pending)
+            else:
+                self._evaluate([(run.slot, run.pending)], busy)
             run.pending = []
             self._advance(run, self._logits(index))
+        if len(live) > 1:
+            self.steps.record(together, (time.perf_counter() - started) / len(live))
 
     def _advance(self, run: _Run, logits: Any) -> None:
         """Sample ``run``'s next token from ``logits`` and decide whether it is done."""
@@ -871,7 +954,6 @@ class _Engine:
         lib.llama_free(self.ctx)
         if self.threadpool is not None:
             lib._lib.ggml_threadpool_free(self.threadpool)
-        lib.llama_model_free(self.model)
 
 
 def verify_adapter_file(path: Path) -> None:
@@ -894,14 +976,21 @@ def verify_adapter_file(path: Path) -> None:
 class LlamaCppBackend:
     """A ``ModelClient`` over one in-process llama.cpp model shared by every agent.
 
-    One scheduler thread owns the engine. Concurrent requests that use the same adapter
-    (or none) are decoded together: each step evaluates one token (plus any forced text)
-    of every generation in flight in a single ``llama_decode``, so concurrent jobs share
-    forward passes; every generation gets one token per step, and a new request joins at
-    the next step once a sequence is free. Requests for another adapter wait until the
-    generations in flight finish (first come, first served: a request at the head of the
-    queue is never overtaken by later ones). When the KV cache fills up with every
-    sequence in use, the longest generation is set back and restarted later.
+    The weights are loaded once and decoded by one or more *lanes*: a llama.cpp context
+    with its own KV cache, threads and scheduler thread. Lanes run side by side, so on a
+    2-core machine two single-thread lanes use both cores without the per-operation
+    barrier that makes one 2-thread context stall when another process is busy.
+
+    Within a lane, concurrent requests that use the same adapter (or none) are decoded
+    together: each step evaluates one token (plus any forced text) of every generation
+    in flight in a single ``llama_decode``, so concurrent jobs share forward passes;
+    every generation gets one token per step, and a new request joins at the next step
+    once a sequence is free. Requests for another adapter wait until the generations in
+    flight finish (first come, first served: a request at the head of the queue is
+    never overtaken by later ones). When the KV cache fills up with every sequence in
+    use, the longest generation is set back and restarted later.
+
+    A conversation stays on the lane that holds its KV cache (:class:`_Router`).
     """
 
     def __init__(
@@ -910,6 +999,7 @@ class LlamaCppBackend:
         *,
         context_size: int = 8192,
         threads: int | None = None,
+        lanes: int | None = None,
         batch_size: int = 512,
         grammar: bool = True,
         jump_forward: bool = True,
@@ -925,38 +1015,55 @@ class LlamaCppBackend:
         self.grammar = grammar
         self.jump_forward = jump_forward
         self.use_adapters = use_adapters
+        self.verbose = verbose
+        chosen_threads = thread_choice(threads)[0]
+        lane_count = lane_choice(lanes, chosen_threads)[0]
         self._settings: dict[str, Any] = {
             "context_size": context_size,
-            "cache_tokens": cache_tokens or 2 * context_size,
+            "cache_tokens": max(context_size, (cache_tokens or 2 * context_size) // lane_count),
             "sequences": max(1, sequences),
-            "threads": thread_choice(threads)[0],
+            "threads": chosen_threads,
             "batch_size": batch_size,
             "seed": seed,
-            "verbose": verbose,
             "poll": poll,
         }
-        self._engine: _Engine | None = None
+        self._weights: _Weights | None = None
         self._load_lock = threading.Lock()
-        self._inbox: queue.SimpleQueue[_Job | _Task | None] = queue.SimpleQueue()
-        self._scheduler: threading.Thread | None = None
+        self._lanes = [_Lane(self, index) for index in range(lane_count)]
+        self._router = _Router(lane_count, memory=2 * lane_count * max(1, sequences))
         self._closed = False
+
+    def _open_engine(self) -> _Engine:
+        """A new context over the shared weights (loading them on first use)."""
+        with self._load_lock:
+            self._check_open()
+            if self._weights is None:
+                self._weights = _Weights(self.model_path, verbose=self.verbose)
+            return _Engine(self._weights, **self._settings)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ModelError("MODEL_021", "the llama.cpp backend is closed", "create a new backend")
 
     @property
     def engine(self) -> _Engine:
-        """The loaded model, loading it on first use (about a second for the default)."""
-        with self._load_lock:
-            if self._closed:
-                raise ModelError(
-                    "MODEL_021", "the llama.cpp backend is closed", "create a new backend"
-                )
-            if self._engine is None:
-                self._engine = _Engine(self.model_path, **self._settings)
-            return self._engine
+        """The first lane's context, opened on first use (about a second for the default)."""
+        return self._lanes[0].engine
+
+    @property
+    def engines(self) -> list[_Engine]:
+        """The contexts opened so far, one per lane that has served a request."""
+        return [lane.opened for lane in self._lanes if lane.opened is not None]
 
     @property
     def threads(self) -> int:
-        """The CPU threads llama.cpp decodes with."""
+        """The CPU threads each lane decodes with."""
         return int(self._settings["threads"])
+
+    @property
+    def lanes(self) -> int:
+        """How many contexts may decode side by side."""
+        return len(self._lanes)
 
     def load(self) -> None:
         """Load the model now instead of on the first request."""
@@ -1003,8 +1110,8 @@ class LlamaCppBackend:
         )
 
     def generate(self, request: ModelRequest) -> Generation:
-        """Blocking generation on the calling thread (benchmarks, scripts); not concurrent
-        with :meth:`complete`."""
+        """Blocking generation on the calling thread and the first lane's context
+        (benchmarks, scripts); not concurrent with :meth:`complete`."""
         return self.engine.generate(self.job(request))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
@@ -1030,23 +1137,116 @@ class LlamaCppBackend:
 
     def clear_cache(self) -> None:
         """Drop every conversation's KV cache (once the generations in flight finish)."""
-        if self._engine is not None and not self._closed:
-            task = _Task(self._engine.clear_cache)
-            self._submit(task)
+        tasks = []
+        for lane in self._lanes:
+            if lane.opened is not None and not self._closed:
+                task = _Task(lane.opened.clear_cache)
+                lane.put(task)
+                tasks.append(task)
+        for task in tasks:
             task.future.result()
 
-    def _submit(self, item: _Job | _Task) -> None:
+    def _submit(self, job: _Job) -> None:
         with self._load_lock:
-            if self._closed:
-                raise ModelError(
-                    "MODEL_021", "the llama.cpp backend is closed", "create a new backend"
+            self._check_open()
+            loads = [lane.load for lane in self._lanes]
+            lane = self._lanes[self._router.route(job.conversation, loads)]
+            lane.load += 1
+        job.future.add_done_callback(lambda _: lane.finished())
+        lane.put(job)
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.close)
+
+    def close(self) -> None:
+        """Finish queued requests, then free the contexts and the model."""
+        with self._load_lock:
+            self._closed = True
+        for lane in self._lanes:
+            lane.stop()
+        with self._load_lock:
+            if self._weights is not None:
+                self._weights.close()
+                self._weights = None
+
+
+class _Router:
+    """Which lane serves a request.
+
+    A conversation returns to the lane that holds its KV cache, unless that lane has at
+    least two more requests in flight than the least loaded one (moving costs one prompt
+    evaluation, sharing a lane costs a share of every step). A new conversation goes to
+    the least loaded lane, ties to the lane that is home to the fewest recent
+    conversations, so concurrent conversations spread even when they start while
+    another is between turns. Only the ``memory`` most recent conversations are kept.
+    """
+
+    def __init__(self, lanes: int, *, memory: int) -> None:
+        self.lanes = lanes
+        self.memory = memory
+        self.home: OrderedDict[str, int] = OrderedDict()
+
+    def route(self, conversation: str | None, loads: Sequence[int]) -> int:
+        homes = [0] * self.lanes
+        for lane in self.home.values():
+            homes[lane] += 1
+        least = min(range(self.lanes), key=lambda i: (loads[i], homes[i], i))
+        home = self.home.get(conversation) if conversation else None
+        lane = home if home is not None and loads[home] < loads[least] + 2 else least
+        if conversation:
+            self.home[conversation] = lane
+            self.home.move_to_end(conversation)
+            while len(self.home) > self.memory:
+                self.home.popitem(last=False)
+        return lane
+
+
+class _Lane:
+    """One context and the scheduler thread that owns it, opened on first use."""
+
+    def __init__(self, backend: LlamaCppBackend, index: int) -> None:
+        self.backend = backend
+        self.index = index
+        self.opened: _Engine | None = None
+        self.load = 0
+        """Requests routed here and not finished (read and written under the backend's lock)."""
+        self._inbox: queue.SimpleQueue[_Job | _Task | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._open_lock = threading.Lock()
+
+    @property
+    def engine(self) -> _Engine:
+        with self._open_lock:
+            if self.opened is None:
+                self.opened = self.backend._open_engine()
+            return self.opened
+
+    def finished(self) -> None:
+        with self.backend._load_lock:
+            self.load -= 1
+
+    def put(self, item: _Job | _Task) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name=f"remora-llama-{self.index}", daemon=True
                 )
-            if self._scheduler is None:
-                self._scheduler = threading.Thread(
-                    target=self._serve, name="remora-llama", daemon=True
-                )
-                self._scheduler.start()
+                self._thread.start()
         self._inbox.put(item)
+
+    def stop(self) -> None:
+        """Finish this lane's queued requests, then free its context."""
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            self._inbox.put(None)
+            thread.join()
+        with self._open_lock:
+            if self.opened is not None:
+                self.opened.close()
+                self.opened = None
 
     def _serve(self) -> None:
         """The scheduler thread: admit waiting jobs, step the generations in flight."""
@@ -1117,23 +1317,6 @@ class LlamaCppBackend:
                 active.remove(run)
                 run.release()
                 run.job.future.set_result(run.result())
-
-    async def aclose(self) -> None:
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, self.close)
-
-    def close(self) -> None:
-        """Finish queued requests, then free the model."""
-        with self._load_lock:
-            scheduler = self._scheduler
-            self._closed = True
-        if scheduler is not None:
-            self._inbox.put(None)
-            scheduler.join()
-        with self._load_lock:
-            if self._engine is not None:
-                self._engine.close()
-                self._engine = None
 
 
 @dataclass
