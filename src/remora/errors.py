@@ -146,3 +146,15 @@ class EvalError(RemoraError):
 
     prefix = "EVAL"
     exit_code = 2
+
+
+class TrainingError(RemoraError):
+    """``remora train``: examples, fine-tuning, export and evaluation of adapters.
+
+    TRAIN_001 training examples cannot be read; TRAIN_002 the ``remora[train]`` extra is
+    not installed; TRAIN_003 the base model cannot be loaded for training; TRAIN_004 a
+    checkpoint or adapter directory is unusable; TRAIN_005 the adapter cannot be exported
+    or does not load in llama.cpp; TRAIN_006 no examples to train or evaluate on.
+    """
+
+    prefix = "TRAIN"

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from remora.model.base import Message, ToolCall, ToolSpec
+from remora.model.base import Message, ModelRequest, ToolCall, ToolSpec
 
 BOS = "<bos>"
 START_OF_TURN = "<start_of_turn>"
@@ -306,3 +306,14 @@ def render_prompt(
     if add_generation_prompt and previous != "tool_response":
         out.append(START_OF_TURN + "model\n")
     return "".join(out)
+
+
+def render_request(request: ModelRequest) -> str:
+    """The exact prompt a backend completes for ``request`` (the trigger sentence ensured
+    when tools are declared); training data is rendered by this very function."""
+    return render_prompt(request.messages, request.tools, ensure_trigger=bool(request.tools))
+
+
+def render_completion(call: ToolCall) -> str:
+    """What the model writes for ``call``: the call, then the tag the backend stops at."""
+    return render_call(call) + START_RESPONSE

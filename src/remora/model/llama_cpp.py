@@ -59,7 +59,7 @@ from remora.errors import ModelError
 from remora.model.base import ModelRequest, ModelResponse, Usage
 from remora.model.defaults import GGUF_MAGIC, check_gguf
 from remora.model.forcing import GrammarCursor
-from remora.model.functiongemma import END_CALL, START_CALL, STOP_SEQUENCES, render_prompt
+from remora.model.functiongemma import END_CALL, START_CALL, STOP_SEQUENCES, render_request
 from remora.model.grammar import CallGrammar, build_call_grammar
 
 TOP_CANDIDATES = 64
@@ -1083,7 +1083,7 @@ class LlamaCppBackend:
 
     def render(self, request: ModelRequest) -> str:
         """The exact prompt text a request is completed from."""
-        return render_prompt(request.messages, request.tools, ensure_trigger=bool(request.tools))
+        return render_request(request)
 
     def grammar_for(self, request: ModelRequest) -> tuple[CallGrammar | None, bool]:
         """The call grammar for this turn and whether a call is required."""

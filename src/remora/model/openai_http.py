@@ -62,7 +62,7 @@ from openai import AsyncOpenAI
 
 from remora.errors import ModelError
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
-from remora.model.functiongemma import BOS, END_CALL, START_CALL, STOP_SEQUENCES, render_prompt
+from remora.model.functiongemma import BOS, END_CALL, START_CALL, STOP_SEQUENCES, render_request
 from remora.model.grammar import CallGrammar, build_call_grammar
 
 OpenAIMode = Literal["completions", "chat"]
@@ -90,7 +90,7 @@ def describe_mode(mode: OpenAIMode, server_grammar: ServerGrammar, grammar: bool
 def completion_prompt(request: ModelRequest) -> str:
     """The text the server completes: the in-process backend's rendering, less the leading
     ``<bos>`` that llama.cpp's servers and vLLM add to every prompt themselves."""
-    text = render_prompt(request.messages, request.tools, ensure_trigger=bool(request.tools))
+    text = render_request(request)
     return text.removeprefix(BOS)
 
 
