@@ -261,7 +261,7 @@ def print_serving(rows: list[dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--requests", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=48)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only-a", action="store_true", help="run only (a), concurrency")
