@@ -15,6 +15,7 @@ from remora.cli import doctor as _doctor  # noqa: F401
 from remora.cli import eval as _eval  # noqa: F401
 from remora.cli import harness as _harness  # noqa: F401
 from remora.cli import review as _review  # noqa: F401
+from remora.cli import train as _train  # noqa: F401
 from remora.cli import watch as _watch  # noqa: F401
 from remora.cli._app import app, err_console
 from remora.cli._text import visible

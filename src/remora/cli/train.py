@@ -1,0 +1,262 @@
+"""``remora train``: expert traces, a LoRA fine-tune on the CPU, GGUF export, evaluation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from remora.cli._app import app, console, err_console, load
+from remora.cli._text import shown
+from remora.errors import TrainingError
+
+if TYPE_CHECKING:
+    from remora.training.dataset import TrainingExample
+
+TRAINED_AGENTS = ("lint", "docstring", "test", "sample_data")
+DATA_DIR = Path(".remora/training/data")
+
+train_app = typer.Typer(
+    help="Train LoRA adapters for the embedded model on this CPU (needs `remora[train]`).\n\n"
+    "The steps, in order: **generate** records expert episodes through the real tools, "
+    "**finetune** trains an adapter on them, **export** writes it as a llama.cpp GGUF, "
+    "**evaluate** compares next calls with and without it on held-out examples.",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
+)
+app.add_typer(train_app, name="train")
+
+AgentsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--agent", "-a", help="lint, docstring, test or sample_data (repeatable; default all)."
+    ),
+]
+DataOption = Annotated[
+    Path,
+    typer.Option("--data", help="Where generate writes <agent>/train.jsonl and validation.jsonl."),
+]
+
+
+def _agents(names: list[str] | None) -> list[str]:
+    chosen = names or list(TRAINED_AGENTS)
+    unknown = [name for name in chosen if name not in TRAINED_AGENTS]
+    if unknown:
+        raise TrainingError(
+            "TRAIN_012",
+            f"no training for agent(s) {', '.join(unknown)}",
+            f"choose from: {', '.join(TRAINED_AGENTS)}",
+        )
+    return chosen
+
+
+@train_app.command("generate")
+def generate_command(
+    agents: AgentsOption = None,
+    corpus: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--corpus",
+            help="Python files or package directories (repeatable; default: the standard "
+            "library and installed packages, never the evaluation packages).",
+        ),
+    ] = None,
+    data: DataOption = DATA_DIR,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Episodes per agent.")] = None,
+    minutes: Annotated[
+        float | None, typer.Option("--minutes", help="Stop starting episodes after this long.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1)] = 2,
+) -> None:
+    """Record expert episodes through each agent's real tools, as training examples.
+
+    A deterministic expert chooses every call on real code copied into scratch projects;
+    only episodes the agent's own expectation accepts are kept. Re-running resumes.
+
+    Example: remora train generate --agent docstring --limit 400
+    """
+    from remora.training.corpus import default_corpus
+    from remora.training.traces import generate_traces
+
+    config = load(None).config
+    table = Table(title="training examples")
+    for column in ("agent", "episodes kept / run", "train", "validation", "skipped", "time"):
+        table.add_column(column)
+    for name in _agents(agents):
+        report = generate_traces(
+            name,
+            corpus or default_corpus(),
+            data,
+            limit=limit,
+            seed=seed,
+            progress=err_console.is_terminal,
+            concurrency=concurrency,
+            max_seconds=minutes * 60 if minutes else None,
+            config=config,
+        )
+        table.add_row(
+            name,
+            f"{report.episodes_kept} / {report.episodes_run}",
+            str(report.train_examples),
+            str(report.validation_examples),
+            str(sum(report.skipped.values())),
+            f"{report.seconds:.0f} s",
+        )
+    console.print(table)
+    err_console.print(f"examples written under {shown(str(data))}")
+
+
+def _examples(data: Path, agents: list[str], split: str) -> list[TrainingExample]:
+    from remora.training.dataset import read_examples
+
+    found: list[TrainingExample] = []
+    for name in agents:
+        path = data / name / f"{split}.jsonl"
+        if path.is_file():
+            found.extend(read_examples(path))
+    return found
+
+
+@train_app.command("finetune")
+def finetune_command(
+    out: Annotated[Path, typer.Argument(help="Adapter directory (resumes what is there).")],
+    agents: AgentsOption = None,
+    data: DataOption = DATA_DIR,
+    steps: Annotated[int | None, typer.Option(help="Optimizer steps (default: one epoch).")] = None,
+    epochs: Annotated[float, typer.Option(help="Passes over the examples.")] = 1.0,
+    rank: Annotated[int, typer.Option(help="LoRA rank.")] = 16,
+    mlp: Annotated[bool, typer.Option(help="Adapt the MLP projections too.")] = False,
+    learning_rate: Annotated[float, typer.Option("--lr")] = 2e-4,
+    threads: Annotated[int | None, typer.Option(help="Torch threads (default: measured).")] = None,
+    stop_after: Annotated[
+        int | None, typer.Option(help="Stop after this step with a checkpoint; resume later.")
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Fine-tune a LoRA adapter on the examples of the chosen agents (one shared adapter
+    when several are given), against the GGUF the runtime uses.
+
+    Checkpoints as it goes; run the same command again to resume after a stop or Ctrl-C.
+
+    Example: remora train finetune adapters/shared --steps 1500
+    """
+    from remora.training.finetune import FinetuneSettings, finetune
+
+    chosen = _agents(agents)
+    settings = FinetuneSettings(
+        rank=rank,
+        alpha=2 * rank,
+        mlp=mlp,
+        learning_rate=learning_rate,
+        epochs=epochs,
+        steps=steps,
+        threads=threads,
+        stop_after=stop_after,
+        seed=seed,
+    )
+    train = _examples(data, chosen, "train")
+    validation = _examples(data, chosen, "validation")
+    report = finetune(train, validation, settings, out, progress=err_console.is_terminal)
+    state = "complete" if report.complete else f"stopped at step {report.step}"
+    console.print(
+        f"adapter {shown(str(report.adapter_dir))}: {state}, {report.step}/{report.steps} steps, "
+        f"{report.examples} examples, {report.seconds / 60:.1f} min, train loss "
+        f"{report.train_loss}, validation loss {report.validation_loss}"
+    )
+
+
+@train_app.command("export")
+def export_command(
+    adapter: Annotated[Path, typer.Argument(help="The adapter directory finetune wrote.")],
+    out: Annotated[Path, typer.Argument(help="The llama.cpp LoRA GGUF to write.")],
+    base: Annotated[
+        Path | None, typer.Option(help="The base GGUF (default: the embedded model).")
+    ] = None,
+) -> None:
+    """Write the adapter as a llama.cpp LoRA GGUF and check that llama.cpp loads it.
+
+    Example: remora train export adapters/shared src/remora/agents/lint/adapters/lint.gguf
+    """
+    from remora.model.defaults import resolve_model_path
+    from remora.training.export import export_adapter, verify_adapter
+
+    base_path = base or resolve_model_path(load(None).config.model)
+    report = export_adapter(adapter, base_path, out)
+    verify_adapter(out, base_path)
+    console.print(
+        f"wrote {shown(str(out))}: {report.tensors} tensors, rank {report.rank}, "
+        f"alpha {report.alpha:g}, {report.bytes / 1e6:.1f} MB; llama.cpp loads it"
+    )
+
+
+@train_app.command("evaluate")
+def evaluate_command(
+    adapter: Annotated[
+        Path | None, typer.Option(help="The exported adapter GGUF to compare with the base.")
+    ] = None,
+    agents: AgentsOption = None,
+    data: DataOption = DATA_DIR,
+    limit: Annotated[
+        int | None, typer.Option("--limit", "-n", help="Held-out examples per agent.")
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--json", help="Also write the scores here.")
+    ] = None,
+) -> None:
+    """Next-call exact match on held-out examples, base model vs adapter, side by side.
+
+    Each example's turn is replayed through the configured backend with the same tools
+    and grammar as at run time; a call matches when its name and every argument equal
+    the expert's.
+
+    Example: remora train evaluate --adapter adapters/shared.gguf --limit 100
+    """
+    from remora.model.factory import create_client
+    from remora.training.evaluate import CallScore, score_next_calls
+
+    config = load(None).config
+    chosen = _agents(agents)
+    scores: dict[str, list[CallScore]] = {}
+    model = create_client(config.model)
+
+    async def run() -> None:
+        try:
+            for name in chosen:
+                examples = _examples(data, [name], "validation")[:limit]
+                if not examples:
+                    continue
+                labels: list[tuple[str, Path | None]] = [("base", None)]
+                if adapter is not None:
+                    labels.append(("adapter", adapter))
+                scores[name] = [
+                    await score_next_calls(examples, model, label=label, adapter=path)
+                    for label, path in labels
+                ]
+        finally:
+            await model.aclose()
+
+    asyncio.run(run())
+    if not scores:
+        raise TrainingError(
+            "TRAIN_006", f"no validation examples under {data}", "run remora train generate first"
+        )
+    table = Table(title="next-call exact match (name match) on held-out examples")
+    table.add_column("agent")
+    table.add_column("examples")
+    for label in [score.label for score in next(iter(scores.values()))]:
+        table.add_column(label)
+    for name, row in scores.items():
+        table.add_row(
+            name,
+            str(row[0].examples),
+            *(f"{score.exact_rate:.0%} ({score.name_rate:.0%})" for score in row),
+        )
+    console.print(table)
+    if output is not None:
+        payload = {name: [score.model_dump() for score in row] for name, row in scores.items()}
+        output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")

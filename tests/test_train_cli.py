@@ -1,0 +1,70 @@
+"""``remora train``: each step through the real entry point, and its coded errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from remora.model.base import Message, ModelRequest
+from remora.training.dataset import TrainingExample, write_examples
+from tests.cli_helpers import run_cli
+
+
+def test_help_names_the_four_steps_in_order(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(["train", "--help"], capsys)
+    assert result.code == 0
+    order = [result.out.index(step) for step in ("generate", "finetune", "export", "evaluate")]
+    assert order == sorted(order)
+
+
+def test_an_agent_without_an_expert_is_train_012(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_cli(["train", "generate", "--agent", "harness"], capsys)
+    assert result.code == 1
+    assert "TRAIN_012" in result.err and "lint, docstring, test, sample_data" in result.err
+
+
+def test_evaluate_without_examples_is_train_006(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    result = run_cli(["train", "evaluate", "--data", str(tmp_path)], capsys)
+    assert result.code == 1
+    assert "TRAIN_006" in result.err
+
+
+def test_export_of_a_folder_that_is_no_adapter_is_train_004(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    result = run_cli(["train", "export", str(tmp_path), str(tmp_path / "a.gguf")], capsys)
+    assert result.code == 1
+    assert "TRAIN_004" in result.err
+    assert not (tmp_path / "a.gguf").exists()
+
+
+@pytest.mark.model
+def test_evaluate_scores_the_base_model_on_held_out_turns(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    request = ModelRequest(messages=[Message(role="user", content="Say hello.")], max_tokens=8)
+    example = TrainingExample(
+        agent="lint",
+        source="a.py",
+        episode="e0",
+        turn=0,
+        prompt="p",
+        completion="c",
+        request=request.model_dump(mode="json"),
+        call={"name": "run_linter", "arguments": {}},
+    )
+    write_examples(tmp_path / "lint" / "validation.jsonl", [example])
+    scores = tmp_path / "scores.json"
+    result = run_cli(
+        ["train", "evaluate", "--agent", "lint", "--data", str(tmp_path), "--json", str(scores)],
+        capsys,
+    )
+    assert result.code == 0, result.err
+    assert "lint" in result.out and "base" in result.out
+    [base] = json.loads(scores.read_text(encoding="utf-8"))["lint"]
+    # no tools offered, so the model answers in prose: no call, no match
+    assert (base["examples"], base["exact"], base["failed"]) == (1, 0, 0)
