@@ -132,7 +132,9 @@ def finetune_command(
     rank: Annotated[int, typer.Option(help="LoRA rank.")] = 16,
     mlp: Annotated[bool, typer.Option(help="Adapt the MLP projections too.")] = False,
     learning_rate: Annotated[float, typer.Option("--lr")] = 2e-4,
-    threads: Annotated[int | None, typer.Option(help="Torch threads (default: measured).")] = None,
+    threads: Annotated[
+        int | None, typer.Option(help="Torch threads (default: half the usable CPUs).")
+    ] = None,
     stop_after: Annotated[
         int | None, typer.Option(help="Stop after this step with a checkpoint; resume later.")
     ] = None,
