@@ -1,0 +1,899 @@
+"""Training traces: the real agents' tools driven by expert policies, every turn recorded.
+
+For one agent, :func:`generate_traces` plans episodes on corpus nodes (see
+:mod:`remora.training.corpus`), copies what each needs into a scratch project, and runs
+the agent through the real runner, tools, prechecks and copy-on-write workspaces
+(:func:`~remora.orchestration.job.run_job`) with a model that answers from the agent's
+expert policy (:mod:`remora.training.experts`) and writes its call as FunctionGemma text,
+so the runner parses it exactly as it parses the embedded model's output.
+
+An episode is kept only when it submitted successfully (the host's verdict, not the
+model's claim), its calls pass the agent's own expectation
+(:func:`~remora.harness.check_episode`), every call validates against its tool's JSON
+schema and was allowed that turn, and every call came back through the runner's parser
+unchanged. Each of its turns becomes a :class:`~remora.training.dataset.TrainingExample`:
+the prompt exactly as the backend renders it, the completion exactly as the model should
+write it. Identical (prompt, completion) pairs are kept once; train and validation are
+split by source file.
+
+Episodes are appended to ``<out>/<agent>/episodes.jsonl`` as they end, so an interrupted
+or limited run resumes where it stopped (same agent definition, seed and token counter);
+``train.jsonl`` and ``validation.jsonl`` are rewritten from it at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import random
+import shutil
+import tempfile
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+from jsonschema.validators import validator_for
+from pydantic import BaseModel, Field
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from remora.config import RemoraConfig
+from remora.contracts import SUBMIT_TOOL, JobKey
+from remora.definitions import SubagentDefinition, load_agents
+from remora.discovery import CSTNode, discover
+from remora.errors import RemoraError, TrainingError
+from remora.harness import check_episode, operation_options
+from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from remora.model.functiongemma import (
+    render_call,
+    render_completion,
+    render_prompt,
+    render_request,
+)
+from remora.orchestration import Job
+from remora.orchestration.job import run_job, run_precheck
+from remora.runner import AgentResult
+from remora.tools.runtime import ToolRuntime
+from remora.training.corpus import (
+    CorpusFile,
+    cases_for,
+    corpus_files,
+    host_shown,
+    inject_defects,
+    read_source,
+    strip_docstring,
+)
+from remora.training.dataset import TrainingExample, write_examples
+from remora.training.experts import (
+    MAX_CASE_CHARS,
+    DocstringExpert,
+    Expert,
+    ExpertError,
+    LintExpert,
+    MistakenCall,
+    SampleDataExpert,
+    TestExpert,
+    case_batches,
+)
+from remora.workspace import WorkspaceManager
+
+AGENTS = ("lint", "docstring", "test", "sample_data")
+"""The agents with an expert policy."""
+
+VALIDATION_SHARE = 0.1
+MISTAKES = 0.15
+"""The share of lint and docstring episodes that open with a deliberate, refused mistake."""
+EPISODES_FILE = "episodes.jsonl"
+STATE_FILE = "state.json"
+REPORT_FILE = "report.json"
+TRAIN_FILE = "train.jsonl"
+VALIDATION_FILE = "validation.jsonl"
+FORMAT_VERSION = 1
+"""Bumped when what an episode records changes: older episode files are not resumed."""
+
+TokenCounting = Literal["model", "estimate"]
+
+
+class TraceReport(BaseModel):
+    """What one generation did, for one agent."""
+
+    agent: str
+    out_dir: str
+    seed: int
+    corpus_files: int
+    planned: int = Field(description="Episodes planned on corpus nodes (before any limit).")
+    episodes_run: int = Field(description="Episodes the agent ran (this call and resumed).")
+    episodes_kept: int
+    resumed: int = Field(description="Episodes taken from an earlier, interrupted run.")
+    skipped: dict[str, int] = Field(
+        default_factory=dict, description="Why nodes got no episode (reason -> count)."
+    )
+    dropped: dict[str, int] = Field(
+        default_factory=dict, description="Why episodes that ran were not kept."
+    )
+    recoveries: int = Field(description="Kept episodes in which a tool refused a call.")
+    deliberate_mistakes: int = Field(description="Of those, opened with a deliberate mistake.")
+    examples: int
+    duplicates: int = Field(description="Identical (prompt, completion) pairs dropped.")
+    train_examples: int
+    validation_examples: int
+    train_sources: int
+    validation_sources: int
+    seconds: float
+    episodes_per_minute: float = Field(description="Episodes run in this call per minute.")
+    token_counter: str
+
+
+# --- episodes -------------------------------------------------------------------------
+
+
+@dataclass
+class Planned:
+    """One episode to run: the scratch text of its file, its node and its expert."""
+
+    id: str
+    file: CorpusFile
+    qualname: str
+    node_type: str
+    text: str
+    expert: Expert
+    digest: str
+    shared_root: bool = False
+    docstring: str | None = None
+
+    def outcome(self, status: Literal["kept", "dropped", "skipped"], reason: str) -> Outcome:
+        return Outcome(
+            id=self.id, source=self.file.source, digest=self.digest, status=status, reason=reason
+        )
+
+
+class Outcome(BaseModel):
+    """One episode's end: kept with its examples, or why not (one line of the journal)."""
+
+    id: str
+    source: str
+    digest: str = Field(description="Of the episode's input, so a changed one runs again.")
+    status: Literal["kept", "dropped", "skipped"]
+    reason: str = ""
+    seconds: float = 0.0
+    recovers: bool = Field(default=False, description="A tool refused a call, and it went on.")
+    mistake: bool = Field(default=False, description="It opened with a deliberate mistake.")
+    examples: list[TrainingExample] = Field(default_factory=list)
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+def is_validation(source: str, share: float = VALIDATION_SHARE) -> bool:
+    """Whether a source file belongs to validation: a stable hash of its path, so every
+    agent and every run puts the same files there."""
+    value = int(hashlib.sha256(source.encode("utf-8")).hexdigest()[:8], 16)
+    return value % 10_000 < share * 10_000
+
+
+# --- planning ---------------------------------------------------------------------------
+
+
+def _nodes(root: Path, source: str) -> list[CSTNode]:
+    return discover([root / source], root=root).nodes
+
+
+def with_mistake(seed: int, episode: str, share: float) -> bool:
+    """Whether an episode opens with a deliberate mistake (a stable draw per episode)."""
+    value = int(hashlib.sha256(f"{seed}:{episode}".encode()).hexdigest()[:8], 16)
+    return value % 10_000 < share * 10_000
+
+
+def plan_file(
+    agent: SubagentDefinition,
+    file: CorpusFile,
+    seed: int,
+    skipped: Counter[str],
+    mistakes: float = 0.0,
+) -> Iterator[Planned]:
+    """The episodes of one corpus file; nodes without one are counted in ``skipped``.
+
+    A ``mistakes`` share of the lint and docstring episodes open with a deliberate
+    mistake the tools refuse (see :mod:`remora.training.experts`), to show recoveries.
+    """
+    text = read_source(file.path)
+    if text is None:
+        skipped["the file is not UTF-8 Python that parses"] += 1
+        return
+    if agent.name == "lint":
+        injected, keys = inject_defects(text, file.source, seed)
+        if not keys:
+            skipped["lint: no site to inject a defect"] += 1
+        for variant, body in (("real", text), ("injected", injected if keys else None)):
+            if body is None:
+                continue
+            name = f"{file.source}#{variant}"
+            expert = LintExpert(mistake=with_mistake(seed, name, mistakes))
+            yield Planned(name, file, "", "file", body, expert, _digest(body, str(expert)))
+        return
+    with tempfile.TemporaryDirectory(prefix="remora-plan-") as scratch:
+        root = Path(scratch)
+        (root / file.source).parent.mkdir(parents=True, exist_ok=True)
+        (root / file.source).write_text(text, encoding="utf-8")
+        nodes = [n for n in _nodes(root, file.source) if n.node_type in agent.applies_to]
+    for node in nodes:
+        if node.name.startswith("_"):
+            skipped["private or special name (the precheck skips it)"] += 1
+            continue
+        if agent.name == "docstring":
+            stripped = strip_docstring(text, node.qualname)
+            if isinstance(stripped, str):
+                skipped[f"docstring: {stripped}"] += 1
+                continue
+            name = f"{file.source}::{node.qualname}"
+            mistake = with_mistake(seed, name, mistakes)
+            writer = DocstringExpert(stripped.summary, node.qualname, mistake=mistake)
+            yield Planned(
+                name,
+                file,
+                node.qualname,
+                node.node_type,
+                stripped.text,
+                writer,
+                _digest(stripped.text, node.qualname, str(writer)),
+                docstring=stripped.docstring,
+            )
+            continue
+        cases = cases_for(file, text, node.qualname)
+        if not cases:
+            skipped["no real argument values (doctests or tests)"] += 1
+            continue
+        if not case_batches(cases):
+            skipped[f"real argument values longer than {MAX_CASE_CHARS} characters"] += 1
+            continue
+        if not case_batches(cases, host_shown(text, node.qualname)):
+            skipped["every real argument list is among those the host shows"] += 1
+            continue
+        factory: Expert
+        if agent.name == "test":
+            factory = TestExpert(cases, node.qualname)
+        else:
+            factory = SampleDataExpert(cases, node.qualname)
+        yield Planned(
+            f"{file.source}::{node.qualname}",
+            file,
+            node.qualname,
+            node.node_type,
+            text,
+            factory,
+            _digest(text, node.qualname, *cases),
+            shared_root=True,
+        )
+
+
+# --- the recording model ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model turn: what the runner sent, what the expert called, and whether the
+    call was a deliberate mistake (kept in the conversation, never a training target)."""
+
+    request: ModelRequest
+    call: ToolCall
+    mistake: bool = False
+
+
+class ExpertModel:
+    """A ``ModelClient`` answering every turn with the expert's call, written as the
+    embedded model writes it (the runner parses it back), and keeping each turn."""
+
+    def __init__(self, expert: Expert, count_tokens: Callable[[str], int] | None) -> None:
+        self.expert = expert
+        self.turns: list[Turn] = []
+        if count_tokens is not None:
+            self.count_tokens = count_tokens
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        chosen = self.expert(request)
+        made = ToolCall(name=chosen.name, arguments=dict(chosen.arguments))
+        self.turns.append(Turn(request, made, isinstance(chosen, MistakenCall)))
+        text = render_call(made)
+        return ModelResponse(content=text, raw_text=text, finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def schema_problem(made: ToolCall, request: ModelRequest) -> str | None:
+    """Why ``made`` is not a call the runner would accept unchanged this turn."""
+    specs: dict[str, ToolSpec] = {spec.name: spec for spec in request.allowed_specs()}
+    spec = specs.get(made.name)
+    if spec is None:
+        return f"{made.name} is not allowed this turn"
+    validator = validator_for(spec.parameters)(spec.parameters)
+    error = next(iter(validator.iter_errors(made.arguments)), None)
+    if error is not None:
+        return f"{made.name} arguments do not validate: {error.message}"
+    return None
+
+
+def _echoed(request: ModelRequest) -> list[ToolCall]:
+    """The calls of the conversation's last assistant message, as the runner kept them."""
+    for message in reversed(request.messages):
+        if message.role == "assistant":
+            return message.tool_calls
+    return []
+
+
+def _refused(request: ModelRequest) -> bool:
+    """Whether the conversation's last tool result is an error."""
+    for message in reversed(request.messages):
+        if message.role == "tool":
+            return '"outcome": "error"' in message.content
+    return False
+
+
+def episode_problem(
+    agent: SubagentDefinition,
+    job: Job,
+    result: AgentResult,
+    turns: Sequence[Turn],
+    docstring: str | None,
+) -> str | None:
+    """Why a finished episode is not worth keeping (None when it is)."""
+    if not turns:
+        return "no model turn"
+    if result.status != "success":
+        return f"ended {result.status}: {(result.error or result.summary)[:120]}"
+    calls = [turn.call for turn in turns]
+    if calls[-1].name != SUBMIT_TOOL or turns[-1].mistake:
+        return f"the last call is {calls[-1].name}"
+    for turn in turns:
+        problem = schema_problem(turn.call, turn.request)
+        if problem is not None:
+            return problem
+    for turn, after in itertools.pairwise(turns):
+        made = turn.call
+        echoed = _echoed(after.request)
+        if [(c.name, c.arguments) for c in echoed] != [(made.name, made.arguments)]:
+            return f"the runner did not parse {made.name} back unchanged"
+        if turn.mistake and not _refused(after.request):
+            return f"the deliberate mistake ({made.name}) was not refused"
+    if agent.expectation is not None:
+        expected = agent.expectation.render(job.system_inputs().as_dict())
+        checked = check_episode(agent, expected, calls)
+        if not checked.correct:
+            return f"not as expected: {checked.problem}"
+    if docstring is not None and docstring in render_request(turns[0].request):
+        return "the original docstring is visible in the prompt"
+    return None
+
+
+def examples_of(
+    agent: str, source: str, episode: str, turns: Sequence[Turn]
+) -> list[TrainingExample]:
+    """One example per turn, numbered by position; deliberate mistakes are left out."""
+    return [
+        TrainingExample(
+            agent=agent,
+            source=source,
+            episode=episode,
+            turn=index,
+            prompt=render_request(turn.request),
+            completion=render_completion(turn.call),
+            request=turn.request.model_dump(mode="json"),
+            call={"name": turn.call.name, "arguments": turn.call.arguments},
+        )
+        for index, turn in enumerate(turns)
+        if not turn.mistake
+    ]
+
+
+def full_text(example: TrainingExample) -> str:
+    """The conversation with the example's call appended, rendered as the backend would:
+    what ``prompt + completion`` must equal."""
+    request = ModelRequest.model_validate(example.request)
+    made = ToolCall(name=example.call["name"], arguments=example.call["arguments"])
+    messages = [*request.messages, Message(role="assistant", content="", tool_calls=[made])]
+    return render_prompt(messages, request.tools, ensure_trigger=True, add_generation_prompt=False)
+
+
+# --- running ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Session:
+    agent: SubagentDefinition
+    config: RemoraConfig
+    runtime: ToolRuntime
+    scratch: Path
+    run_id: str
+    count_tokens: Callable[[str], int] | None
+    options: dict[str, Any]
+    roots: dict[str, Path] = field(default_factory=dict)
+    number: int = 0
+
+    def shared_root(self, file: CorpusFile) -> Path:
+        """One copy of a corpus entry (its whole package, so its imports work) per run."""
+        key = str(file.entry)
+        if key not in self.roots:
+            root = self.scratch / f"entry-{len(self.roots):04d}"
+            target = root / file.entry.name
+            if file.entry.is_dir():
+                shutil.copytree(
+                    file.entry,
+                    target,
+                    ignore=shutil.ignore_patterns("__pycache__", "test", "tests", "*.pyc"),
+                )
+            else:
+                root.mkdir(parents=True)
+                shutil.copy2(file.entry, target)
+            self.roots[key] = root
+        return self.roots[key]
+
+    @contextlib.asynccontextmanager
+    async def root_for(self, episode: Planned) -> AsyncIterator[Path]:
+        """The scratch project the episode runs in (its own, unless it shares its entry's)."""
+        if episode.shared_root:
+            yield self.shared_root(episode.file)
+            return
+        self.number += 1
+        root = self.scratch / f"episode-{self.number:06d}"
+        path = root / episode.file.source
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(episode.text, encoding="utf-8")
+        try:
+            yield root
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    async def run(self, episode: Planned, attempt: int) -> Outcome:
+        """Run one episode to an Outcome; tool and runner failures cost only the episode."""
+
+        outcome = episode.outcome
+        async with self.root_for(episode) as root:
+            found = [
+                node
+                for node in _nodes(root, episode.file.source)
+                if node.node_type == episode.node_type
+                and (episode.node_type == "file" or node.qualname == episode.qualname)
+            ]
+            if not found:
+                return outcome("skipped", "the node is not found in the scratch copy")
+            node = found[0]
+            manager = WorkspaceManager(root)
+            key = JobKey(self.agent.name, node.node_id, self.run_id, attempt)
+            job = Job(agent=self.agent, node=node, key=key, options=self.options)
+            model = ExpertModel(episode.expert, self.count_tokens)
+            workspace_id = key.workspace_id
+            try:
+                with manager.create(
+                    key.operation,
+                    node.node_id,
+                    key.run_id,
+                    file_path=node.file_path,
+                    workspace_id=workspace_id,
+                ) as store:
+                    skipped = await run_precheck(
+                        job,
+                        runtime=self.runtime,
+                        store=store,
+                        config=self.config,
+                        workspace_id=workspace_id,
+                    )
+                    if skipped is not None:
+                        return outcome("skipped", f"precheck: {skipped.summary}")
+                    result = await run_job(
+                        job,
+                        model=model,
+                        runtime=self.runtime,
+                        store=store,
+                        config=self.config,
+                        workspace_id=workspace_id,
+                    )
+            except ExpertError as exc:
+                return outcome("dropped", f"expert: {exc}")
+            except RemoraError as exc:
+                return outcome("dropped", exc.render()[:160])
+            finally:
+                with contextlib.suppress(RemoraError, OSError):
+                    manager.remove(workspace_id)
+        problem = episode_problem(self.agent, job, result, model.turns, episode.docstring)
+        if problem is not None:
+            return outcome("dropped", problem)
+        kept = outcome("kept", "")
+        kept.examples = examples_of(self.agent.name, episode.file.source, episode.id, model.turns)
+        kept.mistake = any(turn.mistake for turn in model.turns)
+        kept.recovers = any(_refused(turn.request) for turn in model.turns)
+        return kept
+
+
+def _reason_key(reason: str) -> str:
+    """Reasons grouped for the report: without the line numbers, names and values."""
+    head = reason.split(": ", 2)
+    return ": ".join(head[:2]) if reason.startswith(("expert", "precheck")) else head[0]
+
+
+class ModelTokenCounter:
+    """The embedded model's tokenizer (its vocabulary alone, no weights), counting as the
+    in-process backend counts: node fitting and history trimming then cut the prompts
+    where a real run would."""
+
+    def __init__(self, config: RemoraConfig) -> None:
+        from remora.model.defaults import resolve_model_path
+        from remora.model.llama_cpp import _bindings, _install_log_callback
+
+        self.lib = _bindings()
+        _install_log_callback(self.lib, False)
+        path = resolve_model_path(config.model)
+        params = self.lib.llama_model_default_params()
+        params.vocab_only = True
+        self.model = self.lib.llama_model_load_from_file(str(path).encode("utf-8"), params)
+        if not self.model:
+            raise TrainingError(
+                "TRAIN_003", f"cannot read the vocabulary of {path}", "check model.path"
+            )
+        self.vocab = self.lib.llama_model_get_vocab(self.model)
+
+    def __call__(self, text: str) -> int:
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        tokens = (self.lib.llama_token * capacity)()
+        found = int(
+            self.lib.llama_tokenize(self.vocab, data, len(data), tokens, capacity, False, True)
+        )
+        return -found if found < 0 else found  # negative: the count that did not fit
+
+
+def _state(agent: SubagentDefinition, seed: int, mistakes: float, counting: str) -> dict[str, Any]:
+    """What must match for an earlier run's episodes to be reused."""
+    files = sorted(
+        p for p in agent.directory.rglob("*") if p.is_file() and "adapters" not in p.parts
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(agent.directory).as_posix().encode())
+        digest.update(path.read_bytes())
+    return {
+        "format": FORMAT_VERSION,
+        "agent": agent.name,
+        "definition": digest.hexdigest()[:16],
+        "seed": seed,
+        "mistakes": mistakes,
+        "token_counter": counting,
+    }
+
+
+def _resume(folder: Path, state: dict[str, Any]) -> dict[str, Outcome]:
+    """The episodes recorded by an earlier run with the same state (else start afresh)."""
+    state_path, episodes = folder / STATE_FILE, folder / EPISODES_FILE
+    try:
+        same = json.loads(state_path.read_text(encoding="utf-8")) == state
+    except (OSError, ValueError):
+        same = False
+    done: dict[str, Outcome] = {}
+    if same and episodes.is_file():
+        for line in episodes.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                item = Outcome.model_validate_json(line)
+                done[item.id] = item
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = "".join(item.model_dump_json() + "\n" for item in done.values())
+    episodes.write_text(kept, encoding="utf-8")
+    state_path.write_text(json.dumps(state, indent=2), encoding="utf-8")
+    return done
+
+
+def split_examples(
+    outcomes: Sequence[Outcome], share: float = VALIDATION_SHARE
+) -> tuple[list[TrainingExample], list[TrainingExample], int]:
+    """(train, validation, duplicates): the kept episodes' examples in episode order, each
+    (prompt, completion) once, split by source file."""
+    train: list[TrainingExample] = []
+    validation: list[TrainingExample] = []
+    seen: set[tuple[str, str]] = set()
+    duplicates = 0
+    for item in sorted(outcomes, key=lambda o: o.id):
+        if item.status != "kept":
+            continue
+        for example in item.examples:
+            pair = (example.prompt, example.completion)
+            if pair in seen:
+                duplicates += 1
+                continue
+            seen.add(pair)
+            (validation if is_validation(example.source, share) else train).append(example)
+    return train, validation, duplicates
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.fields[agent]}[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        disable=not enabled,
+        transient=False,
+    )
+
+
+@dataclass
+class _Tally:
+    """The outcomes of a generation so far, shown on the progress bar as they come."""
+
+    bar: Progress
+    task: TaskID
+    skipped: Counter[str] = field(default_factory=Counter)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    scheduled: set[str] = field(default_factory=set)
+    reused: set[str] = field(default_factory=set)
+    ran_now: int = 0
+
+    def ran(self) -> int:
+        return sum(o.status != "skipped" for o in self.outcomes.values())
+
+    def kept(self) -> int:
+        return sum(o.status == "kept" for o in self.outcomes.values())
+
+    def in_flight(self) -> int:
+        return len(self.scheduled - self.outcomes.keys())
+
+    def record(self, item: Outcome) -> None:
+        self.outcomes[item.id] = item
+        if item.status == "skipped":
+            self.skipped[_reason_key(item.reason)] += 1
+        self.bar.update(
+            self.task,
+            completed=self.ran(),
+            description=f"kept {self.kept()} / ran {self.ran()}, "
+            f"skipped {sum(self.skipped.values())}",
+        )
+
+
+def _guarded(episodes: Iterator[Planned], skipped: Counter[str]) -> Iterator[Planned]:
+    """A file's episodes; a file that cannot be planned is counted, not fatal."""
+    try:
+        yield from episodes
+    except Exception as exc:  # one odd file costs its episodes, not the run
+        skipped[f"planning failed: {type(exc).__name__}"] += 1
+
+
+def _interleave(groups: Iterator[Iterator[Planned]], width: int = 16) -> Iterator[Planned]:
+    """Episodes taken in turn from ``width`` files at a time, so a limited run covers many
+    files (and both sides of the split) rather than every node of a few."""
+    window: deque[Iterator[Planned]] = deque()
+    while True:
+        while len(window) < width and (group := next(groups, None)) is not None:
+            window.append(group)
+        if not window:
+            return
+        group = window.popleft()
+        item = next(group, None)
+        if item is not None:
+            yield item
+            window.append(group)
+
+
+async def _run_all(
+    session: _Session,
+    episodes: Iterator[Planned],
+    done: dict[str, Outcome],
+    tally: _Tally,
+    journal: TextIO,
+    *,
+    limit: int | None,
+    deadline: float | None,
+    concurrency: int,
+) -> int:
+    """Run the episodes not already ``done``, ``concurrency`` at a time, until ``limit``
+    episodes ran or the ``deadline`` passed; each outcome is journaled as it comes.
+    Returns how many episodes were planned."""
+    queue: asyncio.Queue[tuple[Planned, int] | None] = asyncio.Queue(maxsize=concurrency)
+
+    async def worker() -> None:
+        while (work := await queue.get()) is not None:
+            episode, attempt = work
+            began = time.monotonic()
+            try:
+                item = await session.run(episode, attempt)
+            except Exception as exc:  # a bug costs the episode, not the run
+                reason = f"crashed: {type(exc).__name__}: {exc}"[:160]
+                item = episode.outcome("dropped", reason)
+            item.seconds = round(time.monotonic() - began, 3)
+            tally.ran_now += item.status != "skipped"
+            journal.write(item.model_dump_json() + "\n")
+            journal.flush()
+            tally.record(item)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    planned = 0
+    try:
+        for planned, episode in enumerate(episodes, 1):
+            previous = done.get(episode.id)
+            if previous is not None and previous.digest == episode.digest:
+                tally.reused.add(episode.id)
+                tally.record(previous)
+                continue
+            # Episodes in flight may yet be skipped by their precheck: wait for them
+            # before deciding that the limit is reached.
+            while limit is not None and 0 < tally.in_flight() >= limit - tally.ran():
+                await asyncio.sleep(0.05)
+            if limit is not None and tally.ran() >= limit:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            tally.scheduled.add(episode.id)
+            await queue.put((episode, planned))
+    finally:
+        for _ in workers:
+            await queue.put(None)
+        await asyncio.gather(*workers)
+    return planned
+
+
+def _token_counter(
+    tokens: TokenCounting, config: RemoraConfig
+) -> tuple[Callable[[str], int] | None, str]:
+    """The token counter episodes run with, and its name for the report."""
+    if tokens == "model":
+        try:
+            return ModelTokenCounter(config), "model tokenizer"
+        except (ImportError, RemoraError, OSError, ValueError) as exc:
+            return None, f"estimate (model tokenizer unavailable: {exc})"
+    return None, "estimate (4 characters per token)"
+
+
+async def generate_traces_async(
+    agent_name: str,
+    corpus: Sequence[Path],
+    out_dir: Path,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    progress: bool = False,
+    concurrency: int = 2,
+    max_seconds: float | None = None,
+    tokens: TokenCounting = "model",
+    config: RemoraConfig | None = None,
+    validation_share: float = VALIDATION_SHARE,
+    mistakes: float = MISTAKES,
+) -> TraceReport:
+    """:func:`generate_traces`, in a running event loop."""
+    started = time.monotonic()
+    config = config or RemoraConfig()
+    if agent_name not in AGENTS:
+        raise TrainingError(
+            "TRAIN_012",
+            f"no expert policy for agent '{agent_name}'",
+            f"choose one of: {', '.join(AGENTS)}",
+        )
+    agent = load_agents(config.agents.dirs)[agent_name]
+    files = corpus_files(corpus)
+    if not files:
+        raise TrainingError(
+            "TRAIN_013", "the corpus holds no Python file", "pass Python files or packages"
+        )
+    counter, counting = _token_counter(tokens, config)
+    folder = out_dir / agent_name
+    try:
+        done = _resume(folder, _state(agent, seed, mistakes, counting))
+    except OSError as exc:
+        raise TrainingError(
+            "TRAIN_014", f"cannot write to {folder}: {exc}", "choose a writable output directory"
+        ) from None
+    with (
+        tempfile.TemporaryDirectory(prefix="remora-traces-") as scratch,
+        ToolRuntime(config.tools) as runtime,
+        (folder / EPISODES_FILE).open("a", encoding="utf-8") as journal,
+        _progress(progress) as bar,
+    ):
+        session = _Session(
+            agent=agent,
+            config=config,
+            runtime=runtime,
+            scratch=Path(scratch),
+            run_id=f"train-{seed}",
+            count_tokens=counter,
+            options=operation_options(config, agent),
+        )
+        tally = _Tally(bar, bar.add_task("", total=limit, agent=agent_name))
+        order = list(files)
+        random.Random(seed).shuffle(order)
+        episodes = _interleave(
+            _guarded(plan_file(agent, file, seed, tally.skipped, mistakes), tally.skipped)
+            for file in order
+        )
+        planned = await _run_all(
+            session,
+            episodes,
+            done,
+            tally,
+            journal,
+            limit=limit,
+            deadline=started + max_seconds if max_seconds is not None else None,
+            concurrency=concurrency,
+        )
+
+    outcomes = list(tally.outcomes.values())
+    train, validation, duplicates = split_examples(outcomes, validation_share)
+    write_examples(folder / TRAIN_FILE, train)
+    write_examples(folder / VALIDATION_FILE, validation)
+    seconds = time.monotonic() - started
+    dropped = Counter(_reason_key(o.reason) for o in outcomes if o.status == "dropped")
+    report = TraceReport(
+        agent=agent_name,
+        out_dir=str(folder),
+        seed=seed,
+        corpus_files=len(files),
+        planned=planned,
+        episodes_run=tally.ran(),
+        episodes_kept=tally.kept(),
+        resumed=len(tally.reused),
+        recoveries=sum(o.recovers for o in outcomes if o.status == "kept"),
+        deliberate_mistakes=sum(o.mistake for o in outcomes if o.status == "kept"),
+        skipped=dict(tally.skipped.most_common()),
+        dropped=dict(dropped.most_common()),
+        examples=len(train) + len(validation),
+        duplicates=duplicates,
+        train_examples=len(train),
+        validation_examples=len(validation),
+        train_sources=len({e.source for e in train}),
+        validation_sources=len({e.source for e in validation}),
+        seconds=round(seconds, 2),
+        episodes_per_minute=round(tally.ran_now / seconds * 60, 2) if seconds else 0.0,
+        token_counter=counting,
+    )
+    (folder / REPORT_FILE).write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    return report
+
+
+def generate_traces(
+    agent_name: str,
+    corpus: Sequence[Path],
+    out_dir: Path,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    progress: bool = False,
+    concurrency: int = 2,
+    max_seconds: float | None = None,
+    tokens: TokenCounting = "model",
+    config: RemoraConfig | None = None,
+    validation_share: float = VALIDATION_SHARE,
+    mistakes: float = MISTAKES,
+) -> TraceReport:
+    """Record expert episodes of ``agent_name`` on ``corpus`` into ``out_dir/<agent>/``.
+
+    ``limit`` caps the episodes the agent runs (resumed ones included), ``max_seconds``
+    stops planning new ones after that long; ``concurrency`` episodes run at a time.
+    ``tokens="model"`` counts tokens with the embedded model's tokenizer, as the in-process
+    backend does (falling back to the estimate when it cannot be loaded). Writes
+    ``train.jsonl``, ``validation.jsonl``, ``episodes.jsonl`` (for resuming) and
+    ``report.json``; raises TrainingError (TRAIN_010 to TRAIN_014) for unusable input.
+    """
+    return asyncio.run(
+        generate_traces_async(
+            agent_name,
+            corpus,
+            out_dir,
+            limit=limit,
+            seed=seed,
+            progress=progress,
+            concurrency=concurrency,
+            max_seconds=max_seconds,
+            tokens=tokens,
+            config=config,
+            validation_share=validation_share,
+            mistakes=mistakes,
+        )
+    )

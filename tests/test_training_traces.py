@@ -1,0 +1,451 @@
+"""Training traces: expert policies drive the real agents' tools; every turn is recorded.
+
+A tiny real corpus (the standard library's fnmatch with its own tests, and textwrap) runs
+through the real runner, tools and workspaces for each agent once per module; the tests
+then check what was recorded: valid calls, expected episodes, the renderer's identity,
+real words and values, the split and the deduplication. The experts' recoveries are
+checked on hand-made conversations.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import shutil
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema.validators import validator_for
+
+from remora.contracts import SUBMIT_TOOL
+from remora.definitions import load_agents
+from remora.errors import TrainingError
+from remora.harness import check_episode
+from remora.model.base import Message, ModelRequest, ToolCall
+from remora.model.functiongemma import render_request
+from remora.training.corpus import (
+    corpus_files,
+    find_definition,
+    inject_defects,
+    strip_docstring,
+)
+from remora.training.dataset import TrainingExample, read_examples
+from remora.training.experts import (
+    DocstringExpert,
+    ExpertError,
+    LintExpert,
+    MistakenCall,
+    TestExpert,
+    imperative,
+    lint_expert,
+)
+from remora.training.traces import (
+    TRAIN_FILE,
+    VALIDATION_FILE,
+    Outcome,
+    TraceReport,
+    full_text,
+    generate_traces,
+    is_validation,
+    split_examples,
+)
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+LIMITS = {"lint": 3, "docstring": 4, "test": 2, "sample_data": 2}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """``kit/`` (fnmatch and its standard-library tests) and ``textwrap.py``."""
+    root = tmp_path_factory.mktemp("corpus")
+    (root / "kit" / "tests").mkdir(parents=True)
+    (root / "kit" / "__init__.py").write_text("", encoding="utf-8")
+    shutil.copy(STDLIB / "fnmatch.py", root / "kit" / "fnmatch.py")
+    shutil.copy(STDLIB / "test" / "test_fnmatch.py", root / "kit" / "tests" / "test_fnmatch.py")
+    shutil.copy(STDLIB / "textwrap.py", root / "textwrap.py")
+    return [root / "kit", root / "textwrap.py"]
+
+
+@pytest.fixture(scope="module")
+def generated(
+    corpus: list[Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[TraceReport, list[TrainingExample], list[TrainingExample]]]:
+    """Each agent's report, train and validation examples (half the files in validation)."""
+    out = tmp_path_factory.mktemp("traces")
+    found = {}
+    for agent, limit in LIMITS.items():
+        report = generate_traces(
+            agent,
+            corpus,
+            out,
+            limit=limit,
+            seed=1,
+            tokens="estimate",
+            validation_share=0.5,
+            mistakes=0.5,
+        )
+        train = list(read_examples(out / agent / TRAIN_FILE))
+        validation = list(read_examples(out / agent / VALIDATION_FILE))
+        found[agent] = (report, train, validation)
+    return found
+
+
+def examples(generated: Any, agent: str) -> list[TrainingExample]:
+    _, train, validation = generated[agent]
+    return [*train, *validation]
+
+
+def episodes(items: list[TrainingExample]) -> dict[str, list[TrainingExample]]:
+    grouped: dict[str, list[TrainingExample]] = {}
+    for item in sorted(items, key=lambda e: (e.episode, e.turn)):
+        grouped.setdefault(item.episode, []).append(item)
+    return grouped
+
+
+# --- what was recorded -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agent", list(LIMITS))
+def test_every_kept_episode_is_valid_and_as_expected(generated: Any, agent: str) -> None:
+    report, _, _ = generated[agent]
+    assert report.episodes_kept >= 1, report
+    definition = load_agents()[agent]
+    assert definition.expectation is not None
+    grouped = episodes(examples(generated, agent))
+    assert len(grouped) == report.episodes_kept
+    for name, turns in grouped.items():
+        numbers = [t.turn for t in turns]
+        assert numbers == sorted(set(numbers)) and numbers[0] == 0, name
+        calls = [ToolCall(name=t.call["name"], arguments=t.call["arguments"]) for t in turns]
+        assert calls[-1].name == SUBMIT_TOOL, name
+        for turn, made in zip(turns, calls, strict=True):
+            request = ModelRequest.model_validate(turn.request)
+            spec = next(s for s in request.allowed_specs() if s.name == made.name)
+            validator = validator_for(spec.parameters)(spec.parameters)
+            assert not list(validator.iter_errors(made.arguments)), (name, made)
+        expected = definition.expectation.render({})
+        checked = check_episode(definition, expected, calls)
+        assert checked.correct, (name, checked.problem)
+
+
+@pytest.mark.parametrize("agent", list(LIMITS))
+def test_prompt_and_completion_are_what_the_backend_renders(generated: Any, agent: str) -> None:
+    for example in examples(generated, agent):
+        request = ModelRequest.model_validate(example.request)
+        assert example.prompt == render_request(request)
+        assert example.prompt + example.completion == full_text(example)
+        assert example.completion.endswith("<start_function_response>")
+
+
+def test_docstring_summaries_are_the_authors_first_lines(
+    generated: Any, corpus: list[Path]
+) -> None:
+    files = {file.source: file for file in corpus_files(corpus)}
+    grouped = episodes(examples(generated, "docstring"))
+    assert grouped
+    for name, turns in grouped.items():
+        source, qualname = name.split("::")
+        original = files[source].path.read_text(encoding="utf-8")
+        node = find_definition(ast.parse(original), qualname)
+        assert node is not None
+        docstring = ast.get_docstring(node)
+        assert docstring is not None
+        first_line = inspect.cleandoc(docstring).splitlines()[0].strip()
+        writes = [t.call for t in turns if t.call["name"] == "write_docstring"]
+        assert writes[0]["arguments"]["summary"] == first_line, name
+        # until the model writes it, the docstring is nowhere in what the model reads
+        first_write = next(t.turn for t in turns if t.call["name"] == "write_docstring")
+        for turn in [t for t in turns if t.turn <= first_write]:
+            assert docstring not in turn.prompt, name
+            assert first_line not in turn.prompt, name
+
+
+def test_a_deliberate_mistake_shows_the_recovery_but_is_never_a_target(generated: Any) -> None:
+    agent, refusal = "docstring", "The summary only repeats the name"
+    report = generated[agent][0]
+    assert report.deliberate_mistakes >= 1 and report.recoveries >= report.deliberate_mistakes
+    recovered = 0
+    for name, turns in episodes(examples(generated, agent)).items():
+        numbers = [t.turn for t in turns]
+        gaps = [n for n in range(numbers[-1]) if n not in numbers]
+        if not gaps:
+            continue
+        assert gaps == [1], name  # the mistake is the first call after the first read
+        after = turns[1]
+        assert refusal in after.prompt and refusal not in turns[0].prompt, name
+        made = ModelRequest.model_validate(after.request).messages[-2].tool_calls[0]
+        assert made.name == after.call["name"], name  # the same tool, now called right
+        recovered += 1
+    assert recovered == report.deliberate_mistakes
+
+
+def test_test_and_sample_data_propose_values_from_real_calls(generated: Any) -> None:
+    test_text = (STDLIB / "test" / "test_fnmatch.py").read_text(encoding="utf-8")
+    for agent, tool, argument in (
+        ("test", "propose_inputs", "cases"),
+        ("sample_data", "propose_fixtures", "fixtures"),
+    ):
+        proposed = [
+            case
+            for e in examples(generated, agent)
+            if e.call["name"] == tool
+            for case in e.call["arguments"][argument]
+        ]
+        assert proposed, agent
+        for case in proposed:  # each value was written in the tests (quotes may differ)
+            assert any(v.strip("'\"b") in test_text for v in case.split(", ")), case
+        report = generated[agent][0]
+        assert report.skipped.get("no real argument values (doctests or tests)", 0) >= 1
+
+
+def test_the_split_keeps_each_source_on_one_side_and_drops_duplicates(generated: Any) -> None:
+    sides: dict[str, set[str]] = {"train": set(), "validation": set()}
+    for agent in LIMITS:
+        _, train, validation = generated[agent]
+        sides["train"] |= {e.source for e in train}
+        sides["validation"] |= {e.source for e in validation}
+        pairs = [(e.prompt, e.completion) for e in [*train, *validation]]
+        assert len(pairs) == len(set(pairs)), agent
+        assert all(not is_validation(e.source, 0.5) for e in train)
+        assert all(is_validation(e.source, 0.5) for e in validation)
+    assert not sides["train"] & sides["validation"]
+
+
+def example(source: str, episode: str, turn: int, prompt: str) -> TrainingExample:
+    return TrainingExample(
+        agent="lint",
+        source=source,
+        episode=episode,
+        turn=turn,
+        prompt=prompt,
+        completion="c",
+        request={},
+        call={"name": "run_linter", "arguments": {}},
+    )
+
+
+def test_split_examples_drops_identical_pairs_and_splits_by_source() -> None:
+    sources = [f"pkg/mod{i}.py" for i in range(40)]
+    outcomes = [
+        Outcome(
+            id=f"{source}#real",
+            source=source,
+            digest="d",
+            status="kept",
+            examples=[
+                example(source, f"{source}#real", 0, "same"),
+                example(source, "e", 1, source),
+            ],
+        )
+        for source in sources
+    ]
+    outcomes.append(Outcome(id="x#real", source="x.py", digest="d", status="dropped"))
+    train, validation, duplicates = split_examples(outcomes, 0.5)
+    assert duplicates == 39  # "same" is kept once, for the first episode in order
+    assert len(train) + len(validation) == 41
+    assert train and validation
+    assert not {e.source for e in train} & {e.source for e in validation}
+
+
+def test_a_second_run_resumes_from_the_recorded_episodes(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    first = generate_traces("lint", corpus, tmp_path, limit=2, seed=3, tokens="estimate")
+    before = (tmp_path / "lint" / TRAIN_FILE).read_text(encoding="utf-8")
+    again = generate_traces("lint", corpus, tmp_path, limit=2, seed=3, tokens="estimate")
+    assert again.resumed >= first.episodes_run and again.episodes_per_minute == 0.0
+    assert (tmp_path / "lint" / TRAIN_FILE).read_text(encoding="utf-8") == before
+    recorded = (tmp_path / "lint" / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(recorded) == len({json.loads(line)["id"] for line in recorded})
+
+
+# --- refused input -------------------------------------------------------------------------
+
+
+def test_held_out_packages_and_unknown_agents_are_refused(tmp_path: Path) -> None:
+    held = tmp_path / "more_itertools"
+    held.mkdir()
+    (held / "more.py").write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(TrainingError) as caught:
+        generate_traces("lint", [held], tmp_path / "out", tokens="estimate")
+    assert caught.value.code == "TRAIN_010"
+    with pytest.raises(TrainingError) as caught:
+        generate_traces("harness", [held], tmp_path / "out", tokens="estimate")
+    assert caught.value.code == "TRAIN_012"
+    with pytest.raises(TrainingError) as caught:
+        generate_traces("lint", [tmp_path / "nowhere"], tmp_path / "out", tokens="estimate")
+    assert caught.value.code == "TRAIN_011"
+
+
+# --- the corpus helpers ---------------------------------------------------------------------
+
+
+def test_injected_defects_are_deterministic_and_keep_the_module_parsing() -> None:
+    text = (STDLIB / "textwrap.py").read_text(encoding="utf-8")
+    first = inject_defects(text, "textwrap.py", 5)
+    assert first == inject_defects(text, "textwrap.py", 5)
+    changed, keys = first
+    assert changed != text and 1 <= len(keys) <= 3
+    ast.parse(changed)
+    assert inject_defects(text, "textwrap.py", 6) != first
+
+
+def test_strip_docstring_removes_only_that_docstring_and_says_why_not() -> None:
+    text = '''def good(x):
+    """Return twice the value.
+
+    More words.
+    """
+
+    return 2 * x
+
+
+def only():
+    """Do nothing at all."""
+
+
+def long(x):
+    """Return a value that is described over
+    two lines."""
+    return x
+'''
+    stripped = strip_docstring(text, "good")
+    assert not isinstance(stripped, str)
+    assert stripped.summary == "Return twice the value."
+    assert '"""' not in stripped.text.split("def only")[0]
+    assert "def good(x):\n    return 2 * x" in stripped.text
+    assert strip_docstring(text, "only") == "the body is only the docstring"
+    assert strip_docstring(text, "long") == "the summary spans several lines"
+    assert strip_docstring(text, "missing") == "not a class or function of the module"
+
+
+# --- the experts on hand-made conversations ---------------------------------------------------
+
+
+def conversation(
+    *turns: tuple[str, dict[str, Any], dict[str, Any]], agent: str = "lint"
+) -> ModelRequest:
+    """A request of ``agent`` after ``turns`` of (tool, arguments, response)."""
+    messages = [Message(role="system", content="s"), Message(role="user", content="u")]
+    for index, (name, arguments, response) in enumerate(turns):
+        made = ToolCall(id=f"call_{index}", name=name, arguments=arguments)
+        messages.append(Message(role="assistant", tool_calls=[made]))
+        content = json.dumps({"name": name, "response": response})
+        messages.append(Message(role="tool", content=content, name=name, tool_call_id=made.id))
+    tools = load_agents()[agent].tool_specs()
+    return ModelRequest(messages=messages, tools=tools)
+
+
+LINTED = {
+    "outcome": "success",
+    "summary": "3 issue(s) in m.py. 2 fixable: call apply_fix with the code and line of one.\n"
+    "line 30 E722 (rewrite): Do not use bare `except`\n"
+    "line 12 E741 (manual): Ambiguous variable name: `l`\n"
+    "line 3 F401 (ruff_safe): `os` imported but unused",
+}
+
+
+def test_lint_expert_skips_manual_issues_and_goes_on_after_a_failed_fix() -> None:
+    assert lint_expert(conversation()).name == "run_linter"
+    first = lint_expert(conversation(("run_linter", {}, LINTED)))
+    assert first.arguments == {"code": "E722", "line": 30}
+    failed = {"outcome": "error", "summary": "Not fixed: TOOL_307 ... Choose another."}
+    after_failure = conversation(
+        ("run_linter", {}, LINTED), ("apply_fix", {"code": "E722", "line": 30}, failed)
+    )
+    assert lint_expert(after_failure).arguments == {"code": "F401", "line": 3}
+    fixed = {
+        "outcome": "success",
+        "summary": "Fixed F401 on line 3 (Remove unused import). Still fixable: "
+        "line 29 E722 (rewrite). Call apply_fix for one of them.",
+    }
+    done = lint_expert(
+        conversation(
+            ("run_linter", {}, LINTED),
+            ("apply_fix", {"code": "E722", "line": 30}, failed),
+            ("apply_fix", {"code": "F401", "line": 3}, fixed),
+        )
+    )
+    # the failed fix is still listed (one line up now): it is not tried again
+    assert done == ToolCall(name=SUBMIT_TOOL, arguments={"summary": "Fixed F401 on line 3."})
+
+
+def test_lint_expert_mistake_pairs_a_repeated_code_with_another_line() -> None:
+    linted = {
+        "outcome": "success",
+        "summary": "3 fixable.\nline 40 F401 (ruff_safe): x\nline 20 E711 (ruff_safe): y\n"
+        "line 4 F401 (ruff_safe): z",
+    }
+    wrong = LintExpert(mistake=True)(conversation(("run_linter", {}, linted)))
+    assert isinstance(wrong, MistakenCall)
+    assert wrong.arguments == {"code": "F401", "line": 20}
+    refused = {"outcome": "error", "summary": "Not fixed: TOOL_302 F401 is not on line 20."}
+    after = conversation(("run_linter", {}, linted), ("apply_fix", wrong.arguments, refused))
+    right = LintExpert(mistake=True)(after)
+    assert right == ToolCall(name="apply_fix", arguments={"code": "F401", "line": 40})
+    assert not isinstance(right, MistakenCall)
+    # a code reported once is no mistake: the host would correct its line
+    assert not isinstance(
+        LintExpert(mistake=True)(conversation(("run_linter", {}, LINTED))), MistakenCall
+    )
+
+
+def test_lint_expert_submits_when_only_submitting_is_allowed() -> None:
+    request = conversation(("run_linter", {}, LINTED))
+    request.allowed_tools = [SUBMIT_TOOL]
+    assert lint_expert(request).name == SUBMIT_TOOL
+
+
+def test_docstring_expert_rewrites_what_the_check_complains_about() -> None:
+    agent = "docstring"
+    expert = DocstringExpert("Returns the sum of the prices", "total")
+    written = {"outcome": "success", "summary": "Docstring inserted: ... Now call check_docstring."}
+    problem = {
+        "outcome": "success",
+        "summary": "Problems: D401: First line of docstring should be in imperative mood; "
+        "D400: First line should end with a period. Call write_docstring again to fix them.",
+    }
+    steps: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        ("read_signature", {}, {"outcome": "success", "summary": "function total(p)"})
+    ]
+    assert expert(conversation(*steps, agent=agent)).arguments == {
+        "summary": "Returns the sum of the prices"
+    }
+    steps += [
+        ("write_docstring", {"summary": "Returns the sum of the prices"}, written),
+        ("check_docstring", {}, problem),
+    ]
+    rewrite = expert(conversation(*steps, agent=agent))
+    assert rewrite.arguments == {"summary": "Return the sum of the prices."}
+    steps += [("write_docstring", rewrite.arguments, written), ("check_docstring", {}, problem)]
+    with pytest.raises(ExpertError):
+        expert(conversation(*steps, agent=agent))  # nothing left to reword: the episode is dropped
+    assert imperative("Applies the rule.") == "Apply the rule."
+    assert imperative("Matches a glob.") == "Match a glob."
+    assert imperative("This is it.") == "This is it."
+
+
+def test_test_expert_proposes_other_real_values_after_a_rejection() -> None:
+    agent = "test"
+    cases = [f"'{letter}'" for letter in "abcdefgh"]
+    expert = TestExpert(cases, "translate")
+    shown = {"outcome": "success", "summary": "...", "result": {"cases": ["'a'"]}}
+    steps: list[tuple[str, dict[str, Any], dict[str, Any]]] = [("analyze_signature", {}, shown)]
+    first = expert(conversation(*steps, agent=agent))
+    assert first.arguments == {"cases": cases[1:7]}  # the shown one left out, six at most
+    rejected = {"outcome": "error", "summary": "No argument list gave a usable behaviour."}
+    steps.append(("propose_inputs", first.arguments, rejected))
+    assert expert(conversation(*steps, agent=agent)).arguments == {"cases": ["'h'"]}
+    steps.append(("propose_inputs", {"cases": ["'h'"]}, rejected))
+    with pytest.raises(ExpertError):
+        expert(conversation(*steps, agent=agent))
+
+
+def test_every_example_names_its_episode_source(generated: Any) -> None:
+    for agent in LIMITS:
+        for item in examples(generated, agent):
+            assert item.agent == agent
+            assert item.episode.startswith(item.source)
