@@ -154,7 +154,10 @@ class TrainingError(RemoraError):
     TRAIN_001 training examples cannot be read; TRAIN_002 the ``remora[train]`` extra is
     not installed; TRAIN_003 the base model cannot be loaded for training; TRAIN_004 a
     checkpoint or adapter directory is unusable; TRAIN_005 the adapter cannot be exported
-    or does not load in llama.cpp; TRAIN_006 no examples to train or evaluate on.
+    or does not load in llama.cpp; TRAIN_006 no examples to train or evaluate on;
+    TRAIN_010 a corpus entry is a package kept for evaluation; TRAIN_011 a corpus entry
+    does not exist; TRAIN_012 no expert policy for the agent; TRAIN_013 the corpus holds
+    no Python file; TRAIN_014 the output directory cannot be written.
     """
 
     prefix = "TRAIN"
