@@ -16,11 +16,14 @@ file's real issues plus a few realistic defects injected deterministically
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
+import json
 import random
 import re
+import subprocess
 import sysconfig
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -30,6 +33,8 @@ from remora.errors import TrainingError
 from remora.evaluation._injections import CATALOGUE, Source
 from remora.pyast import _LOCK as _PARSE_LOCK
 from remora.tools.capabilities._candidates import candidate_inputs
+from remora.tools.capabilities._lint_rules import DEFAULT_RULES
+from remora.tools.capabilities.ruff import ruff_command
 
 HELD_OUT = frozenset({"more_itertools", "boltons", "toolz"})
 """Packages the evaluation measures on: never trained on."""
@@ -285,10 +290,31 @@ def _test_texts(entry: Path) -> tuple[tuple[str, str], ...]:
     return tuple(found)
 
 
-def real_cases(text: str, qualname: str, tests: Iterable[tuple[str, str]]) -> list[str]:
-    """Argument lists of real calls of ``qualname``: its doctests, then the tests' calls."""
-    name = qualname.rsplit(".", 1)[-1]
-    project: Mapping[str, str] = {path: body for path, body in tests if f"{name}(" in body}
+@cache
+def _test_calls(entry: Path) -> dict[str, tuple[str, ...]]:
+    """Every call in the entry's tests, as one-line source, by the name it calls: each
+    test module is parsed once, not once per function of the corpus."""
+    found: dict[str, dict[str, None]] = {}
+    for _, text in _test_texts(entry):
+        try:
+            tree = pyast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if isinstance(name, str):
+                with contextlib.suppress(ValueError, RecursionError):
+                    found.setdefault(name, {})[ast.unparse(node)] = None
+    return {name: tuple(calls) for name, calls in found.items()}
+
+
+def real_cases(text: str, qualname: str, test_calls: Sequence[str] = ()) -> list[str]:
+    """Argument lists of real calls of ``qualname``: its doctests, then ``test_calls``
+    (calls of its name in tests, as source), those that fit its signature."""
+    project = {"tests/test_calls.py": "\n".join(test_calls)} if test_calls else {}
     try:
         found = candidate_inputs(text, qualname, project, limit=12)
     except (ValueError, SyntaxError, RecursionError):
@@ -296,9 +322,13 @@ def real_cases(text: str, qualname: str, tests: Iterable[tuple[str, str]]) -> li
     return [item.case.text for item in found if item.source in REAL_SOURCES]
 
 
-def cases_for(file: CorpusFile, text: str, qualname: str) -> list[str]:
-    """:func:`real_cases` of a corpus function, with the tests of its corpus entry."""
-    return real_cases(text, qualname, _test_texts(file.entry))
+def cases_for(file: CorpusFile, text: str, qualname: str, node_text: str) -> list[str]:
+    """:func:`real_cases` of a corpus function, with the tests of its corpus entry (not
+    looked for when neither its text has a doctest nor a test calls its name)."""
+    calls = _test_calls(file.entry).get(qualname.rsplit(".", 1)[-1], ())
+    if not calls and ">>>" not in node_text:
+        return []
+    return real_cases(text, qualname, calls)
 
 
 def host_shown(text: str, qualname: str, shown: int = 4) -> list[str]:
@@ -312,6 +342,22 @@ def host_shown(text: str, qualname: str, shown: int = 4) -> list[str]:
 
 
 # --- lint defects -------------------------------------------------------------------------
+
+
+def lint_issue_count(text: str, rules: Sequence[str] = DEFAULT_RULES) -> int | None:
+    """How many issues ruff reports in ``text`` with the lint agent's pinned rules (None
+    when ruff cannot tell): a file with more than the agent has turns for cannot be
+    finished, and its episode would cost minutes."""
+    argv = [*ruff_command(), "check", "--isolated", "--no-cache", "--output-format=json"]
+    argv += [f"--select={','.join(rules)}", "--stdin-filename=module.py", "-"]
+    try:
+        done = subprocess.run(
+            argv, input=text, capture_output=True, text=True, timeout=60, check=False
+        )
+        found = json.loads(done.stdout or "[]")
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return len(found) if isinstance(found, list) else None
 
 
 def inject_defects(text: str, source: str, seed: int, count: int = 3) -> tuple[str, list[str]]:

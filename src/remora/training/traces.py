@@ -72,6 +72,7 @@ from remora.training.corpus import (
     corpus_files,
     host_shown,
     inject_defects,
+    lint_issue_count,
     read_source,
     strip_docstring,
 )
@@ -214,6 +215,10 @@ def plan_file(
         skipped["the file is not UTF-8 Python that parses"] += 1
         return
     if agent.name == "lint":
+        count = lint_issue_count(text)
+        if count is not None and count + 3 > agent.max_turns - 2:
+            skipped["lint: more issues than the agent has turns for"] += 1
+            return
         injected, keys = inject_defects(text, file.source, seed)
         if not keys:
             skipped["lint: no site to inject a defect"] += 1
@@ -252,7 +257,7 @@ def plan_file(
                 docstring=stripped.docstring,
             )
             continue
-        cases = cases_for(file, text, node.qualname)
+        cases = cases_for(file, text, node.qualname, node.text)
         if not cases:
             skipped["no real argument values (doctests or tests)"] += 1
             continue
