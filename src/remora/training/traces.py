@@ -114,7 +114,7 @@ class TraceReport(BaseModel):
     out_dir: str
     seed: int
     corpus_files: int
-    planned: int = Field(description="Episodes planned on corpus nodes (before any limit).")
+    planned: int = Field(description="Episodes planned before the limit or time stopped it.")
     episodes_run: int = Field(description="Episodes the agent ran (this call and resumed).")
     episodes_kept: int
     resumed: int = Field(description="Episodes taken from an earlier, interrupted run.")
@@ -417,6 +417,9 @@ def full_text(example: TrainingExample) -> str:
 
 @dataclass
 class _Session:
+    """What every episode of a generation shares: the agent, the tool runtime (one sandbox
+    pool), the scratch directory and the token counter."""
+
     agent: SubagentDefinition
     config: RemoraConfig
     runtime: ToolRuntime
@@ -463,7 +466,6 @@ class _Session:
 
     async def run(self, episode: Planned, attempt: int) -> Outcome:
         """Run one episode to an Outcome; tool and runner failures cost only the episode."""
-
         outcome = episode.outcome
         async with self.root_for(episode) as root:
             found = [
@@ -722,8 +724,15 @@ async def _run_all(
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
     planned = 0
+
+    def late() -> bool:
+        return deadline is not None and time.monotonic() > deadline
+
     try:
-        for planned, episode in enumerate(episodes, 1):
+        # The deadline is checked before planning the next episode: planning a file
+        # whose nodes all get skipped can take seconds.
+        while not late() and (episode := next(episodes, None)) is not None:
+            planned += 1
             previous = done.get(episode.id)
             if previous is not None and previous.digest == episode.digest:
                 tally.reused.add(episode.id)
@@ -733,9 +742,7 @@ async def _run_all(
             # before deciding that the limit is reached.
             while limit is not None and 0 < tally.in_flight() >= limit - tally.ran():
                 await asyncio.sleep(0.05)
-            if limit is not None and tally.ran() >= limit:
-                break
-            if deadline is not None and time.monotonic() > deadline:
+            if (limit is not None and tally.ran() >= limit) or late():
                 break
             tally.scheduled.add(episode.id)
             await queue.put((episode, planned))
@@ -814,9 +821,17 @@ async def generate_traces_async(
         tally = _Tally(bar, bar.add_task("", total=limit, agent=agent_name))
         order = list(files)
         random.Random(seed).shuffle(order)
+        deadline = started + max_seconds if max_seconds is not None else None
+
+        def stopped() -> bool:
+            """Planning stops too: past the deadline or the limit, no file is opened."""
+            late = deadline is not None and time.monotonic() > deadline
+            return late or (limit is not None and tally.ran() >= limit)
+
         episodes = _interleave(
             _guarded(plan_file(agent, file, seed, tally.skipped, mistakes), tally.skipped)
             for file in order
+            if not stopped()
         )
         planned = await _run_all(
             session,
@@ -825,7 +840,7 @@ async def generate_traces_async(
             tally,
             journal,
             limit=limit,
-            deadline=started + max_seconds if max_seconds is not None else None,
+            deadline=deadline,
             concurrency=concurrency,
         )
 
