@@ -47,6 +47,7 @@ from remora.training.traces import (
     VALIDATION_FILE,
     Outcome,
     TraceReport,
+    fits_context,
     full_text,
     generate_traces,
     is_validation,
@@ -248,6 +249,13 @@ def test_split_examples_drops_identical_pairs_and_splits_by_source() -> None:
     assert len(train) + len(validation) == 41
     assert train and validation
     assert not {e.source for e in train} & {e.source for e in validation}
+
+
+def test_a_prompt_longer_than_the_context_is_no_example() -> None:
+    item = example("a.py", "a.py#real", 0, "x" * 400)
+    item.request = {"max_tokens": 100}
+    assert fits_context(item, len, 500)
+    assert not fits_context(item, len, 499)
 
 
 def test_a_second_run_resumes_from_the_recorded_episodes(

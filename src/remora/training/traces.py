@@ -65,6 +65,7 @@ from remora.model.functiongemma import (
 from remora.orchestration import Job
 from remora.orchestration.job import run_job, run_precheck
 from remora.runner import AgentResult
+from remora.runner.history import estimate_tokens
 from remora.tools.runtime import ToolRuntime
 from remora.training.corpus import (
     CorpusFile,
@@ -101,7 +102,7 @@ STATE_FILE = "state.json"
 REPORT_FILE = "report.json"
 TRAIN_FILE = "train.jsonl"
 VALIDATION_FILE = "validation.jsonl"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Bumped when what an episode records changes: older episode files are not resumed."""
 
 TokenCounting = Literal["model", "estimate"]
@@ -127,6 +128,7 @@ class TraceReport(BaseModel):
     recoveries: int = Field(description="Kept episodes in which a tool refused a call.")
     deliberate_mistakes: int = Field(description="Of those, opened with a deliberate mistake.")
     examples: int
+    over_context: int = Field(description="Examples left out: prompt longer than the context.")
     duplicates: int = Field(description="Identical (prompt, completion) pairs dropped.")
     train_examples: int
     validation_examples: int
@@ -171,6 +173,7 @@ class Outcome(BaseModel):
     seconds: float = 0.0
     recovers: bool = Field(default=False, description="A tool refused a call, and it went on.")
     mistake: bool = Field(default=False, description="It opened with a deliberate mistake.")
+    over_context: int = Field(default=0, description="Turns left out: longer than the context.")
     examples: list[TrainingExample] = Field(default_factory=list)
 
 
@@ -403,6 +406,16 @@ def examples_of(
     ]
 
 
+def fits_context(
+    example: TrainingExample, count_tokens: Callable[[str], int], context_size: int
+) -> bool:
+    """Whether the example's prompt and its longest answer fit the model's context: the
+    runner budgets the history as message text, and a rendered prompt can come out longer
+    (declarations, escapes), so a late turn of a long episode may not fit."""
+    room = context_size - int(example.request.get("max_tokens", 0))
+    return count_tokens(example.prompt) <= room
+
+
 def full_text(example: TrainingExample) -> str:
     """The conversation with the example's call appended, rendered as the backend would:
     what ``prompt + completion`` must equal."""
@@ -518,7 +531,11 @@ class _Session:
         if problem is not None:
             return outcome("dropped", problem)
         kept = outcome("kept", "")
-        kept.examples = examples_of(self.agent.name, episode.file.source, episode.id, model.turns)
+        examples = examples_of(self.agent.name, episode.file.source, episode.id, model.turns)
+        count = self.count_tokens or estimate_tokens
+        context = self.config.model.context_size
+        kept.examples = [e for e in examples if fits_context(e, count, context)]
+        kept.over_context = len(examples) - len(kept.examples)
         kept.mistake = any(turn.mistake for turn in model.turns)
         kept.recovers = any(_refused(turn.request) for turn in model.turns)
         return kept
@@ -864,6 +881,7 @@ async def generate_traces_async(
         skipped=dict(tally.skipped.most_common()),
         dropped=dict(dropped.most_common()),
         examples=len(train) + len(validation),
+        over_context=sum(o.over_context for o in outcomes),
         duplicates=duplicates,
         train_examples=len(train),
         validation_examples=len(validation),
