@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from remora.cli._app import app, console, err_console, load
@@ -226,23 +227,40 @@ def evaluate_command(
     scores: dict[str, list[CallScore]] = {}
     model = create_client(config.model)
 
-    async def run() -> None:
+    labels: list[tuple[str, Path | None]] = [("base", None)]
+    if adapter is not None:
+        labels.append(("adapter", adapter))
+    held_out = {name: _examples(data, [name], "validation")[:limit] for name in chosen}
+    total = sum(len(examples) for examples in held_out.values()) * len(labels)
+
+    async def run(progress: Progress) -> None:
+        task = progress.add_task("held-out turns", total=total)
         try:
-            for name in chosen:
-                examples = _examples(data, [name], "validation")[:limit]
+            for name, examples in held_out.items():
                 if not examples:
                     continue
-                labels: list[tuple[str, Path | None]] = [("base", None)]
-                if adapter is not None:
-                    labels.append(("adapter", adapter))
                 scores[name] = [
-                    await score_next_calls(examples, model, label=label, adapter=path)
+                    await score_next_calls(
+                        examples,
+                        model,
+                        label=label,
+                        adapter=path,
+                        on_example=lambda: progress.advance(task),
+                    )
                     for label, path in labels
                 ]
         finally:
             await model.aclose()
 
-    asyncio.run(run())
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        disable=not err_console.is_terminal,
+    ) as progress:
+        asyncio.run(run(progress))
     if not scores:
         raise TrainingError(
             "TRAIN_006", f"no validation examples under {data}", "run remora train generate first"
