@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from remora import pyast
 from remora.evaluation._commands import run_command
 from remora.evaluation._context import EvalContext
 from remora.evaluation._functions import parameter_names
@@ -77,7 +78,7 @@ class Source:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.tree = ast.parse(text)
+        self.tree = pyast.parse(text)
         self.lines = text.splitlines(keepends=True)
         self.starts = [0]
         for line in self.lines:
@@ -992,7 +993,7 @@ class _Check:
     def run(self, new_text: str) -> tuple[str, Counter[Diagnostic]]:
         """Why the text is not kept ('' when it is, then written), and its diagnostics."""
         try:
-            ast.parse(new_text)
+            pyast.parse(new_text)
         except SyntaxError as exc:
             return f"does not parse: {exc.msg}", self.current
         (self.project.root / self.relative).write_text(new_text, encoding="utf-8")

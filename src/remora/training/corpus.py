@@ -31,7 +31,6 @@ from pathlib import Path
 from remora import pyast
 from remora.errors import TrainingError
 from remora.evaluation._injections import CATALOGUE, Source
-from remora.pyast import _LOCK as _PARSE_LOCK
 from remora.tools.capabilities._candidates import candidate_inputs
 from remora.tools.capabilities._lint_rules import DEFAULT_RULES
 from remora.tools.capabilities.ruff import ruff_command
@@ -373,10 +372,7 @@ def inject_defects(text: str, source: str, seed: int, count: int = 3) -> tuple[s
         if len(applied) >= count:
             break
         try:
-            # Source parses with ast.parse, which is not thread-safe on CPython 3.11
-            # (see remora.pyast): it takes the lock every parse in Remora takes.
-            with _PARSE_LOCK:
-                src = Source(text)
+            src = Source(text)
         except (SyntaxError, ValueError):
             break
         edits = [
