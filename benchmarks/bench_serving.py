@@ -84,15 +84,14 @@ def busy_core() -> Iterator[None]:
         process.join()
 
 
-def harness_rate(
-    path: Path, concurrency: int, requests: int, lanes: int | None = None
-) -> dict[str, Any]:
-    """(a) jobs per minute of the harness agent at ``concurrency`` (default lanes)."""
+def run_harness_agent(
+    model: ModelClient, label: str, requests: int, concurrency: int
+) -> tuple[Any, float]:
+    """The harness agent's report over the sample project through ``model`` (closed after),
+    and the wall time of the run."""
     config = RemoraConfig()
     agents = load_agents(config.agents.dirs)
     nodes = discover([str(SAMPLE)], config.discovery, root=SAMPLE.parent.parent).nodes
-    backend = LlamaCppBackend(path, context_size=config.model.context_size, lanes=lanes)
-    backend.load()
 
     async def run() -> Any:
         try:
@@ -100,24 +99,32 @@ def harness_rate(
                 agent=agents["harness"],
                 nodes=nodes,
                 root=SAMPLE.parent.parent,
-                model=backend,
+                model=model,
                 config=config,
-                backend="llama_cpp",
+                backend=label,
                 requests=requests,
                 concurrency=concurrency,
             )
         finally:
-            await backend.aclose()
+            await model.aclose()
 
     started = time.perf_counter()
     report = asyncio.run(run())
-    wall = time.perf_counter() - started
-    stats = report.variants[0]
+    return report, time.perf_counter() - started
+
+
+def harness_rate(
+    path: Path, concurrency: int, requests: int, lanes: int | None = None
+) -> dict[str, Any]:
+    """(a) jobs per minute of the harness agent at ``concurrency`` (default lanes)."""
+    backend = LlamaCppBackend(path, context_size=RemoraConfig().model.context_size, lanes=lanes)
+    backend.load()
+    report, wall = run_harness_agent(backend, "llama_cpp", requests, concurrency)
     return {
         "concurrency": concurrency,
         "lanes": backend.lanes,
         "jobs_per_min": 60 * len(report.episodes) / wall,
-        "correct": stats.success_rate,
+        "correct": report.variants[0].success_rate,
         "wall_s": wall,
     }
 
@@ -186,27 +193,7 @@ SERVED_AS = "remora-bench"
 
 def harness_quality(model: ModelClient, label: str, requests: int) -> dict[str, Any]:
     """(d) the harness agent's rates through ``model`` (one episode at a time)."""
-    config = RemoraConfig()
-    agents = load_agents(config.agents.dirs)
-    nodes = discover([SAMPLE], config.discovery, root=SAMPLE.parent.parent).nodes
-
-    async def run() -> Any:
-        try:
-            return await run_harness(
-                agent=agents["harness"],
-                nodes=nodes,
-                root=SAMPLE.parent.parent,
-                model=model,
-                config=config,
-                backend=label,
-                requests=requests,
-                concurrency=1,
-            )
-        finally:
-            await model.aclose()
-
-    started = time.perf_counter()
-    report = asyncio.run(run())
+    report, wall = run_harness_agent(model, label, requests, concurrency=1)
     stats = report.variants[0]
     correct = stats.correct_call_rate
     return {
@@ -217,7 +204,7 @@ def harness_quality(model: ModelClient, label: str, requests: int) -> dict[str, 
         "call": stats.tool_call_rate,
         "p50_s": stats.latency_p50_s,
         "submitted": stats.submitted_rate,
-        "wall_s": time.perf_counter() - started,
+        "wall_s": wall,
     }
 
 
