@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import socket
 import subprocess
@@ -11,8 +10,6 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +19,7 @@ from remora.errors import ModelError
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from remora.model.llama_cpp import LlamaCppBackend
 from remora.model.openai_http import OpenAIBackend
-from tests.support.http import serve
+from tests.support.http import Script, scripted_server
 
 ECHO = ToolSpec(
     name="echo",
@@ -64,47 +61,11 @@ def error(status: int, message: str) -> tuple[int, dict[str, Any]]:
     return status, {"error": {"message": message, "type": "invalid_request_error", "code": status}}
 
 
-@dataclass
-class Script:
-    """What the fake server answers, in order; the last answer repeats."""
-
-    answers: list[tuple[int, dict[str, Any]]]
-    models: list[str] = field(default_factory=lambda: ["m"])
-    delay: float = 0.0
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-
 @pytest.fixture
 def fake_server() -> Iterator[tuple[str, Script]]:
     script = Script(answers=[(200, completion("hi"))])
-
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            models = [{"id": name, "object": "model", "owned_by": "me"} for name in script.models]
-            self._send(200, {"object": "list", "data": models})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            script.requests.append(json.loads(self.rfile.read(length)))
-            time.sleep(script.delay)
-            answers = script.answers
-            status, body = answers.pop(0) if len(answers) > 1 else answers[0]
-            with contextlib.suppress(OSError):
-                self._send(status, body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    with serve(Handler) as url:
-        yield f"{url}/v1", script
+    with scripted_server(script) as url:
+        yield url, script
 
 
 def run(base_url: str, request: ModelRequest, **options: Any) -> ModelResponse:
@@ -141,7 +102,7 @@ def test_native_calls_usage_and_payload(fake_server: tuple[str, Script]) -> None
     assert response.content == ""
     assert response.usage.prompt_tokens == 20
     assert response.usage.cached_prompt_tokens == 12
-    sent = script.requests[0]
+    sent = script.bodies()[0]
     assert sent["model"] == "m"
     assert [tool["function"]["name"] for tool in sent["tools"]] == ["echo"]
     assert sent["tool_choice"] == {"type": "function", "function": {"name": "echo"}}
@@ -162,7 +123,7 @@ def test_tool_choice_per_request_and_model_id(fake_server: tuple[str, Script]) -
     run(url, ModelRequest(messages=history(), tools=[ECHO, SUBMIT], model_id="lint-lora"))
     run(url, ModelRequest(messages=history(), tools=[ECHO, SUBMIT], tool_choice="auto"))
     run(url, ModelRequest(messages=history()))
-    first, second, third = script.requests
+    first, second, third = script.bodies()
     assert first["model"] == "lint-lora"
     assert first["tool_choice"] == "required"
     assert second["tool_choice"] == "auto"
@@ -185,7 +146,7 @@ def test_rejected_required_falls_back_to_auto(fake_server: tuple[str, Script]) -
             await backend.aclose()
 
     first, _ = asyncio.run(go())
-    assert [r["tool_choice"] for r in script.requests] == ["required", "auto", "auto"]
+    assert [r["tool_choice"] for r in script.bodies()] == ["required", "auto", "auto"]
     assert '"name": "echo"' in first.raw_text
 
 
@@ -194,7 +155,7 @@ def test_server_errors_are_retried_with_backoff(fake_server: tuple[str, Script])
     script.answers = [error(500, "boom"), error(503, "busy"), (200, completion("fine"))]
     response = run(url, ModelRequest(messages=history()), max_retries=3)
     assert response.content == "fine"
-    assert len(script.requests) == 3
+    assert len(script.bodies()) == 3
 
 
 def test_persistent_server_errors_give_up(fake_server: tuple[str, Script]) -> None:
@@ -204,7 +165,7 @@ def test_persistent_server_errors_give_up(fake_server: tuple[str, Script]) -> No
         run(url, ModelRequest(messages=history()), max_retries=2)
     assert info.value.code == "MODEL_032"
     assert "out of memory" in info.value.message
-    assert len(script.requests) == 3
+    assert len(script.bodies()) == 3
 
 
 def test_timeouts_are_retried_then_reported(fake_server: tuple[str, Script]) -> None:
@@ -214,7 +175,7 @@ def test_timeouts_are_retried_then_reported(fake_server: tuple[str, Script]) -> 
         run(url, ModelRequest(messages=history()), max_retries=1, timeout=0.2)
     assert info.value.code == "MODEL_035"
     assert "0.2 s (2 attempts)" in info.value.message
-    assert len(script.requests) == 2
+    assert len(script.bodies()) == 2
 
 
 def test_model_not_served_is_named(fake_server: tuple[str, Script]) -> None:
@@ -225,7 +186,7 @@ def test_model_not_served_is_named(fake_server: tuple[str, Script]) -> None:
     assert info.value.code == "MODEL_031"
     assert "docstring-lora" in info.value.message
     assert "gemma-test, lint-lora" in info.value.message
-    assert script.requests == []
+    assert script.bodies() == []
 
 
 def test_not_found_is_reported_as_model_not_served(fake_server: tuple[str, Script]) -> None:

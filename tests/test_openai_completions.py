@@ -7,12 +7,9 @@ request is retried once at most."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -25,7 +22,7 @@ from remora.model.functiongemma import STOP_SEQUENCES, render_prompt
 from remora.model.grammar import build_call_grammar
 from remora.model.openai_http import OpenAIBackend, ServerGrammar, completion_prompt
 from remora.runner.parsing import parse_response
-from tests.support.http import serve
+from tests.support.http import Script, scripted_server
 
 ECHO = ToolSpec(
     name="echo",
@@ -65,52 +62,11 @@ def text_completion(
     }
 
 
-@dataclass
-class Script:
-    """What the fake server answers, in order (the last answer repeats), and what it got."""
-
-    answers: list[tuple[int, Any]] = field(default_factory=lambda: [(200, text_completion())])
-    models: list[str] = field(default_factory=lambda: ["m"])
-    delay: float = 0.0
-    delays: list[float] = field(default_factory=list)
-    """Per-request delays, used up in order before ``delay`` applies."""
-    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-
-    def bodies(self, path: str = "/v1/completions") -> list[dict[str, Any]]:
-        return [body for where, body in self.requests if where == path]
-
-
 @pytest.fixture
 def fake_server() -> Iterator[tuple[str, Script]]:
-    script = Script()
-
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status: int, body: Any) -> None:
-            data = body if isinstance(body, bytes) else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            models = [{"id": name, "object": "model", "owned_by": "me"} for name in script.models]
-            self._send(200, {"object": "list", "data": models})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", "0"))
-            script.requests.append((self.path, json.loads(self.rfile.read(length))))
-            time.sleep(script.delays.pop(0) if script.delays else script.delay)
-            answers = script.answers
-            status, body = answers.pop(0) if len(answers) > 1 else answers[0]
-            with contextlib.suppress(OSError):
-                self._send(status, body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    with serve(Handler) as url:
-        yield f"{url}/v1", script
+    script = Script(answers=[(200, text_completion())])
+    with scripted_server(script) as url:
+        yield url, script
 
 
 def run(base_url: str, request: ModelRequest, **options: Any) -> ModelResponse:
@@ -166,7 +122,7 @@ def test_the_prompt_is_the_in_process_rendering(
 ) -> None:
     url, script = fake_server
     run(url, request_)
-    (body,) = script.bodies()
+    (body,) = script.bodies("/v1/completions")
     rendered = render_prompt(request_.messages, request_.tools, ensure_trigger=True)
     assert rendered.startswith("<bos>")
     assert body["prompt"] == rendered.removeprefix("<bos>") == completion_prompt(request_)
@@ -187,7 +143,7 @@ def test_the_call_grammar_goes_in_the_servers_own_field(
     url, script = fake_server
     request = second_turn()
     run(url, request, server_grammar=flavour)
-    (body,) = script.bodies()
+    (body,) = script.bodies("/v1/completions")
     value: Any = body
     for key in field_path:
         value = value[key]
@@ -216,7 +172,7 @@ def test_no_grammar_is_sent_when_turned_off(
 ) -> None:
     url, script = fake_server
     run(url, harness_request(), **options)
-    (body,) = script.bodies()
+    (body,) = script.bodies("/v1/completions")
     assert not {"grammar", "structured_outputs", "guided_grammar"} & set(body)
     assert body["stop"] == list(STOP_SEQUENCES)
     assert body["max_tokens"] == 64
@@ -228,7 +184,7 @@ def test_optional_calls_get_the_optional_grammar_and_the_plain_budget(
     url, script = fake_server
     run(url, harness_request(tool_choice="auto", max_tokens=40))
     run(url, harness_request(max_tokens=40))
-    optional, required = script.bodies()
+    optional, required = script.bodies("/v1/completions")
     assert optional["grammar"] == build_call_grammar([ECHO, SUBMIT], optional_call=True).gbnf
     assert optional["max_tokens"] == 40
     # In-process, a required call under the grammar is always extended once when cut.
@@ -241,7 +197,7 @@ def test_only_the_allowed_tools_are_in_the_grammar_but_all_are_declared(
 ) -> None:
     url, script = fake_server
     run(url, harness_request(allowed_tools=["submit_result"]))
-    (body,) = script.bodies()
+    (body,) = script.bodies("/v1/completions")
     assert "submit_result" in body["grammar"]
     assert "echo" not in body["grammar"]
     assert "<start_function_declaration>declaration:echo" in body["prompt"]
@@ -253,12 +209,15 @@ def test_the_operations_model_id_is_the_model_field(fake_server: tuple[str, Scri
     script.models = ["gemma-base", "docstring-lora", "lint-lora"]
     run(url, harness_request(model_id="docstring-lora"), model_id="gemma-base")
     run(url, harness_request(), model_id="gemma-base")
-    assert [body["model"] for body in script.bodies()] == ["docstring-lora", "gemma-base"]
+    assert [body["model"] for body in script.bodies("/v1/completions")] == [
+        "docstring-lora",
+        "gemma-base",
+    ]
     with pytest.raises(ModelError) as info:
         run(url, harness_request(model_id="test-lora"), model_id="gemma-base")
     assert info.value.code == "MODEL_031"
     assert "test-lora" in info.value.message
-    assert len(script.bodies()) == 2
+    assert len(script.bodies("/v1/completions")) == 2
 
 
 def test_the_reply_is_parsed_like_the_in_process_backends(
@@ -286,7 +245,7 @@ def test_a_call_cut_by_max_tokens_is_asked_again_with_the_extended_budget(
         (200, text_completion("Sure." + CALL_TEXT, prompt_tokens=30, completion=45)),
     ]
     response = run(url, harness_request(tool_choice="auto", max_tokens=40))
-    first, second = script.bodies()
+    first, second = script.bodies("/v1/completions")
     assert (first["max_tokens"], second["max_tokens"]) == (40, 80)
     assert second["prompt"] == first["prompt"] and second["grammar"] == first["grammar"]
     assert response.raw_text == "Sure." + CALL_TEXT
@@ -297,7 +256,7 @@ def test_text_cut_outside_a_call_is_not_asked_again(fake_server: tuple[str, Scri
     url, script = fake_server
     script.answers = [(200, text_completion("I think", finish="length"))]
     response = run(url, harness_request(tool_choice="auto", max_tokens=40))
-    assert len(script.bodies()) == 1
+    assert len(script.bodies("/v1/completions")) == 1
     assert response.finish_reason == "length"
 
 
@@ -346,7 +305,7 @@ def test_a_timed_out_request_is_retried_once_only(fake_server: tuple[str, Script
         run(url, harness_request(), max_retries=3, timeout=0.3)
     assert info.value.code == "MODEL_035"
     assert "0.3 s (2 attempts)" in info.value.message
-    assert len(script.bodies()) == 2
+    assert len(script.bodies("/v1/completions")) == 2
     assert time.monotonic() - started < 2 * 0.3 + 1.5 * 0.01 + 2.0
 
 
@@ -356,7 +315,7 @@ def test_server_errors_keep_every_retry(fake_server: tuple[str, Script]) -> None
     with pytest.raises(ModelError) as info:
         run(url, harness_request(), max_retries=3)
     assert info.value.code == "MODEL_032"
-    assert len(script.bodies()) == 4
+    assert len(script.bodies("/v1/completions")) == 4
 
 
 def test_server_errors_do_not_use_up_the_timeout_retry(fake_server: tuple[str, Script]) -> None:
@@ -368,7 +327,7 @@ def test_server_errors_do_not_use_up_the_timeout_retry(fake_server: tuple[str, S
         run(url, harness_request(), max_retries=5, timeout=0.3)
     assert info.value.code == "MODEL_035"
     assert "(4 attempts)" in info.value.message
-    assert len(script.bodies()) == 4
+    assert len(script.bodies("/v1/completions")) == 4
 
 
 def test_the_configured_mode_is_built_and_named() -> None:
