@@ -17,7 +17,9 @@ from remora.model.functiongemma import (
     TRIGGER_SENTENCE,
     format_argument,
     format_declaration,
+    prompt_pieces,
     render_call,
+    render_completion,
     render_prompt,
     render_response,
 )
@@ -361,3 +363,21 @@ def test_parse_of_render_round_trips(name: str, args: dict[str, Any]) -> None:
     assert len(calls) == 1
     assert calls[0].name == name
     assert _same(args, calls[0].arguments)
+
+
+def test_prompt_pieces_cut_where_each_call_starts_and_stops() -> None:
+    call = ToolCall(name="get_current_weather", arguments={"location": "Paris"})
+    messages = [
+        Message(role="user", content="Weather in Paris?"),
+        Message(role="assistant", tool_calls=[call]),
+        Message(role="tool", name="get_current_weather", content='{"temp": 20}'),
+    ]
+    before = render_prompt(messages[:1], [WEATHER])
+    after = render_prompt(messages, [WEATHER])
+    assert after.startswith(before + render_completion(call))
+    pieces = prompt_pieces(after)
+    assert "".join(pieces) == after
+    # the prompt the model completed, the call it wrote, the text that followed
+    assert pieces[:2] == [before, render_completion(call)]
+    assert prompt_pieces(before) == [before]
+    assert prompt_pieces("") == []

@@ -33,6 +33,7 @@ from remora.training.finetune import (
     completion_loss,
     finetune,
     native_bf16,
+    pack_turns,
 )
 
 torch = pytest.importorskip("torch")
@@ -112,7 +113,7 @@ VALIDATION = [example(4, "apply_fix", code="E711", line=2)]
 @pytest.fixture(scope="module")
 def tokenize(embedded_llama: LlamaCppBackend) -> Tokenize:
     engine = embedded_llama.engine
-    return engine.tokenize
+    return engine.tokenize_prompt
 
 
 def settings(**changes: Any) -> FinetuneSettings:
@@ -181,7 +182,7 @@ def test_logits_at_the_completion_positions_give_the_full_logits_loss(
 
 
 def test_prompt_and_completion_are_tokenized_apart_as_the_runtime_sees_them(
-    tokenize: Tokenize,
+    tokenize: Tokenize, embedded_llama: LlamaCppBackend
 ) -> None:
     # After a tool response the prompt ends in '<end_function_response>': its last '>' and
     # the completion's first '<' merge into one '><' token when tokenized together. At run
@@ -189,12 +190,60 @@ def test_prompt_and_completion_are_tokenized_apart_as_the_runtime_sees_them(
     ex = TRAIN[3]
     prompt, completion = tokenize(ex.prompt), tokenize(ex.completion)
     assert ex.prompt.endswith("<end_function_response>") and prompt[0] == 2  # <bos>, not added
-    assert tokenize(ex.prompt + ex.completion) != prompt + completion
-    batches, skipped = _tokenized([ex], tokenize, 2048)
+    assert embedded_llama.engine.tokenize(ex.prompt + ex.completion) != prompt + completion
+    assert tokenize(ex.prompt + ex.completion) == prompt + completion  # the backend's pieces
+    batches, skipped = _tokenized([ex], tokenize, 2048, pack=True)
     assert skipped == 0
     assert batches[0].input_ids + batches[0].targets[-1:] == prompt + completion
     assert batches[0].targets == completion
     assert tokenize("<start_of_turn>") == [105]  # a control token, as in the backend
+
+
+def episode(index: int) -> list[TrainingExample]:
+    """Two turns of one lint episode: run_linter, then apply_fix after its response."""
+    first = example(index, "run_linter")
+    second = example(index, "apply_fix", linted=True, code="E711", line=2)
+    return [first, second.model_copy(update={"episode": first.episode, "turn": 1})]
+
+
+def test_an_episode_trains_as_one_sequence_with_the_losses_of_its_turns_apart(
+    tokenize: Tokenize,
+) -> None:
+    turns = episode(7)
+    assert turns[1].prompt.startswith(turns[0].prompt + turns[0].completion)
+    # the earlier call is tokenized apart inside the next prompt, as the backend caches it
+    prefix = tokenize(turns[0].prompt) + tokenize(turns[0].completion)
+    assert tokenize(turns[1].prompt)[: len(prefix)] == prefix
+
+    apart, _ = _tokenized(turns, tokenize, 4096, pack=False)
+    packed, skipped = _tokenized(list(reversed(turns)), tokenize, 4096, pack=True)
+    assert len(apart) == 2 and len(packed) == 1 and skipped == 0
+    (sequence,) = packed
+    assert sequence.input_ids == apart[1].input_ids  # the first turn costs no tokens
+    assert sequence.targets == apart[0].targets + apart[1].targets
+    assert sequence.turns == (len(apart[0].targets), len(apart[1].targets))
+
+    model = tiny_model()
+    with torch.no_grad():
+        each = [float(completion_loss(model, batch)) for batch in apart]
+        together = float(completion_loss(model, sequence))
+        full = float(completion_loss(model, sequence, full_logits=True))
+    assert together == pytest.approx(sum(each) / 2, abs=1e-5)
+    assert full == pytest.approx(together, abs=1e-5)
+
+
+def test_turns_that_do_not_extend_each_other_or_do_not_fit_are_not_packed(
+    tokenize: Tokenize,
+) -> None:
+    turns = episode(8)
+    other = example(9, "run_linter").model_copy(update={"episode": turns[0].episode, "turn": 2})
+    packed, _ = _tokenized([*turns, other], tokenize, 4096, pack=True)
+    assert [len(batch.turns) for batch in packed] == [2, 1]
+    both = len(tokenize(turns[1].prompt)) + len(tokenize(turns[1].completion))
+    packed, skipped = _tokenized(turns, tokenize, both - 1, pack=True)
+    assert [len(batch.turns) for batch in packed] == [1] and skipped == 1
+    with pytest.raises(ValueError):
+        pack_turns([([1, 2], [3]), ([1, 9, 3], [4])])
 
 
 # a run --------------------------------------------------------------------------------

@@ -132,6 +132,9 @@ def finetune_command(
     epochs: Annotated[float, typer.Option(help="Passes over the examples.")] = 1.0,
     rank: Annotated[int, typer.Option(help="LoRA rank.")] = 16,
     mlp: Annotated[bool, typer.Option(help="Adapt the MLP projections too.")] = False,
+    pack: Annotated[
+        bool, typer.Option(help="Train each episode's turns as one sequence (same losses).")
+    ] = True,
     learning_rate: Annotated[float, typer.Option("--lr")] = 2e-4,
     threads: Annotated[
         int | None, typer.Option(help="Torch threads (default: half the usable CPUs).")
@@ -155,6 +158,7 @@ def finetune_command(
         rank=rank,
         alpha=2 * rank,
         mlp=mlp,
+        pack=pack,
         learning_rate=learning_rate,
         epochs=epochs,
         steps=steps,
@@ -164,12 +168,13 @@ def finetune_command(
     )
     train = _examples(data, chosen, "train")
     validation = _examples(data, chosen, "validation")
-    report = finetune(train, validation, settings, out, progress=err_console.is_terminal)
+    report = finetune(train, validation, settings, out)
     state = "complete" if report.complete else f"stopped at step {report.step}"
     console.print(
         f"adapter {shown(str(report.adapter_dir))}: {state}, {report.step}/{report.steps} steps, "
-        f"{report.examples} examples, {report.seconds / 60:.1f} min, train loss "
-        f"{report.train_loss}, validation loss {report.validation_loss}"
+        f"{report.examples} examples in {report.sequences} sequences, "
+        f"{report.seconds / 60:.1f} min, train loss {report.train_loss}, "
+        f"validation loss {report.validation_loss}"
     )
 
 

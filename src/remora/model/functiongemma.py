@@ -317,3 +317,18 @@ def render_request(request: ModelRequest) -> str:
 def render_completion(call: ToolCall) -> str:
     """What the model writes for ``call``: the call, then the tag the backend stops at."""
     return render_call(call) + START_RESPONSE
+
+
+_PIECE_SEAM = re.compile(f"(?={re.escape(START_CALL)})|(?<={re.escape(START_RESPONSE)})")
+
+
+def prompt_pieces(text: str) -> list[str]:
+    """``text`` cut where a model's call starts and where it stops, to be tokenized apart.
+
+    The model writes each call from a token boundary, so a prompt whose earlier calls are
+    tokenized as one text (which merges the ``>`` before a call with its ``<``) is not
+    what the model saw while writing them. Tokenized piece by piece, a prompt's tokens are
+    the previous prompt's, then the call's, then the new text's: what a backend caches,
+    and what training packs into one sequence per episode.
+    """
+    return [piece for piece in _PIECE_SEAM.split(text) if piece]

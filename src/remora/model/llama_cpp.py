@@ -59,7 +59,13 @@ from remora.errors import ModelError
 from remora.model.base import ModelRequest, ModelResponse, Usage
 from remora.model.defaults import GGUF_MAGIC, check_gguf
 from remora.model.forcing import GrammarCursor
-from remora.model.functiongemma import END_CALL, START_CALL, STOP_SEQUENCES, render_request
+from remora.model.functiongemma import (
+    END_CALL,
+    START_CALL,
+    STOP_SEQUENCES,
+    prompt_pieces,
+    render_request,
+)
 from remora.model.grammar import CallGrammar, build_call_grammar
 
 TOP_CANDIDATES = 64
@@ -533,6 +539,11 @@ class _Engine:
         """Token ids; with ``special`` the control tags in the text become control tokens."""
         return self._tokenize_bytes(text.encode("utf-8"), add_bos=add_bos, special=special)
 
+    def tokenize_prompt(self, text: str) -> list[int]:
+        """A prompt's tokens: each of its ``prompt_pieces`` tokenized apart, control tags
+        as control tokens (training tokenizes its examples with this very method)."""
+        return [token for piece in prompt_pieces(text) for token in self.tokenize(piece)]
+
     def _tokenize_bytes(self, data: bytes, *, add_bos: bool, special: bool) -> list[int]:
         capacity = len(data) + 8
         tokens = (self.lib.llama_token * capacity)()
@@ -645,8 +656,8 @@ class _Engine:
         if slot is not None and slot.tokens and data.startswith(slot.data):
             rest = data[len(slot.data) :]
             if not rest or rest[0] & 0xC0 != 0x80:
-                return slot.tokens + self._tokenize_bytes(rest, add_bos=False, special=True)
-        return self._tokenize_bytes(data, add_bos=False, special=True)
+                return slot.tokens + self.tokenize_prompt(rest.decode("utf-8"))
+        return self.tokenize_prompt(prompt)
 
     def _acquire(
         self,
@@ -1075,7 +1086,7 @@ class LlamaCppBackend:
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in a prompt (special tags count as the model sees them)."""
-        return len(self.engine.tokenize(text))
+        return len(self.engine.tokenize_prompt(text))
 
     def admits(self, grammar: CallGrammar, text: str) -> bool:
         """Whether llama.cpp's grammar engine accepts ``text`` as a whole output (tests, tools)."""

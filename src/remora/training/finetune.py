@@ -6,21 +6,24 @@ What the adapter is trained on is what it will run with:
   (the embedded Gemma 3 270M Q4_K_M unless ``base`` says otherwise), so the adapter
   learns to correct the quantized weights, not the original ones. Checked on a real
   lint turn: completion loss 0.801 here, 0.816 through llama.cpp.
-- Tokens: llama.cpp's own tokenizer over the same GGUF (``special=True``, no added BOS:
-  the prompt text starts with ``<bos>``). Prompt and completion are tokenized apart and
-  concatenated, because at run time the prompt's tokens are evaluated and the model
-  then generates the completion's. Tokenizing ``prompt + completion`` in one go is not
-  the same: on a real lint turn the prompt's final ``>`` and the completion's first
-  ``<`` become one ``><`` token, a sequence the model never sees while running. (In
-  the embedded GGUF only ``<bos>``, ``<start_of_turn>`` and ``<end_of_turn>`` are
-  control tokens; FunctionGemma's function tags are plain text, 7 tokens each, and
-  ``<escape>`` 3.)
+- Tokens: the backend's own ``tokenize_prompt`` over the same GGUF (llama.cpp's
+  tokenizer, ``special=True``, no added BOS: the prompt text starts with ``<bos>``).
+  Prompt and completion are tokenized apart and concatenated, because at run time the
+  prompt's tokens are evaluated and the model then generates the completion's.
+  Tokenizing ``prompt + completion`` in one go is not the same: on a real lint turn the
+  prompt's final ``>`` and the completion's first ``<`` become one ``><`` token, a
+  sequence the model never sees while running. The backend tokenizes the earlier calls
+  in a prompt apart too (``functiongemma.prompt_pieces``), so an episode's next prompt
+  starts with the previous prompt and completion token for token, and its turns train
+  as one sequence (``pack``). (In the embedded GGUF only ``<bos>``, ``<start_of_turn>``
+  and ``<end_of_turn>`` are control tokens; FunctionGemma's function tags are plain
+  text, 7 tokens each, and ``<escape>`` 3.)
 - Loss on the completion tokens only. Logits are computed only at the positions that
   predict them (``logits_to_keep`` as an index tensor): Gemma's output layer has 262k
   rows, and projecting every prompt position doubled the step (float32, one thread, a
   330-token prompt and a 30-token call: 5.6-5.8 s against 2.6-2.8 s).
 
-One example per forward pass (no padding), optionally several per optimizer step. The
+One sequence per forward pass (no padding), optionally several per optimizer step. The
 base weights are bfloat16 when the CPU computes it natively (AVX512-BF16 or AMX: 1.45
 against 3.2 s a step, completion loss equal to 3e-4), float32 otherwise (bfloat16
 without them was reported 3.6x slower); the adapter and its optimizer are float32
@@ -107,7 +110,14 @@ class FinetuneSettings(BaseModel):
     steps: int | None = Field(default=None, ge=1, description="Optimizer steps; overrides epochs.")
     accumulation: int = Field(default=1, ge=1, description="Examples per optimizer step.")
     max_tokens: int = Field(
-        default=2048, ge=2, description="Longer examples (prompt + completion) are skipped."
+        default=4096,
+        ge=2,
+        description="Longer examples (prompt + completion) are skipped; packed sequences end here.",
+    )
+    pack: bool = Field(
+        default=True,
+        description="Train an episode's turns as one sequence where their prompts extend each "
+        "other: the same losses, 3-5x fewer tokens.",
     )
     seed: int = 0
     threads: int | None = Field(default=None, ge=1, description="None: half the usable CPUs.")
@@ -136,7 +146,8 @@ class FinetuneReport(BaseModel):
     resumed_from: int | None = None
     base_gguf: str | None
     base_sha256: str | None
-    examples: int = Field(description="Training examples used.")
+    examples: int = Field(description="Training examples (model turns) used.")
+    sequences: int = Field(description="What a step trains on: a turn, or an episode's turns.")
     skipped: int = Field(description="Training examples over max_tokens (or empty), not used.")
     validation_examples: int
     validation_skipped: int
@@ -168,29 +179,56 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 @dataclass(frozen=True)
 class CompletionBatch:
-    """One example as the model is trained on it: the logits at ``positions`` of
-    ``input_ids`` predict ``targets``, the completion's tokens, and nothing else."""
+    """One sequence as the model is trained on it: the logits at ``positions`` of
+    ``input_ids`` predict ``targets``, the completions' tokens, and nothing else.
+
+    A packed sequence holds several turns of one episode; ``turns`` is how many of
+    the targets belong to each, so every turn weighs the same in the loss.
+    """
 
     input_ids: list[int]
     positions: list[int]
     targets: list[int]
+    turns: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.turns:
+            object.__setattr__(self, "turns", (len(self.targets),))
 
 
 def completion_batch(prompt: Sequence[int], completion: Sequence[int]) -> CompletionBatch:
     """Prompt tokens then completion tokens (the last one is only predicted, never fed)."""
     if not prompt or not completion:
         raise ValueError("an example needs prompt and completion tokens")
-    tokens = [*prompt, *completion]
-    start = len(prompt) - 1
+    return pack_turns([(prompt, completion)])
+
+
+def pack_turns(turns: Sequence[tuple[Sequence[int], Sequence[int]]]) -> CompletionBatch:
+    """Turns of one episode as one sequence: each prompt must start with the previous
+    prompt and completion, token for token, so the logits of every turn are those the
+    turn would get alone (causal attention sees only what comes before)."""
+    tokens: list[int] = []
+    positions: list[int] = []
+    targets: list[int] = []
+    for prompt, completion in turns:
+        if not completion or len(prompt) < max(1, len(tokens)):
+            raise ValueError("each turn needs a completion and a prompt extending the last")
+        if list(prompt[: len(tokens)]) != tokens:
+            raise ValueError("a prompt does not start with the previous prompt and completion")
+        start = len(prompt) - 1
+        positions.extend(range(start, start + len(completion)))
+        targets.extend(completion)
+        tokens = [*prompt, *completion]
     return CompletionBatch(
         input_ids=tokens[:-1],
-        positions=list(range(start, start + len(completion))),
-        targets=list(completion),
+        positions=positions,
+        targets=targets,
+        turns=tuple(len(completion) for _, completion in turns),
     )
 
 
 def completion_loss(model: Any, batch: CompletionBatch, *, full_logits: bool = False) -> Any:
-    """Mean cross-entropy of the completion tokens (a torch scalar).
+    """Mean over the batch's turns of each turn's mean cross-entropy (a torch scalar).
 
     The logits are projected only at ``batch.positions``; ``full_logits`` projects every
     position and selects afterwards (the same value, slower; kept for comparison).
@@ -204,7 +242,11 @@ def completion_loss(model: Any, batch: CompletionBatch, *, full_logits: bool = F
     else:
         logits = model(input_ids=ids, logits_to_keep=positions, use_cache=False).logits[0]
     targets = torch.tensor(batch.targets, dtype=torch.long)
-    return torch.nn.functional.cross_entropy(logits.float(), targets)
+    if len(batch.turns) == 1:
+        return torch.nn.functional.cross_entropy(logits.float(), targets)
+    losses = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="none")
+    weights = torch.cat([torch.full((n,), 1.0 / n) for n in batch.turns])
+    return (losses * weights).sum() / len(batch.turns)
 
 
 def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
@@ -249,7 +291,7 @@ def llama_tokenizer(gguf: Path) -> Iterator[Tokenize]:
             engine = backend.engine
         except ModelError as exc:
             raise TrainingError("TRAIN_003", exc.message, exc.hint) from None
-        yield engine.tokenize
+        yield engine.tokenize_prompt
     finally:
         backend.close()
 
@@ -313,13 +355,15 @@ def finetune(
     for module in ("torch", "transformers", "peft", "safetensors"):
         _require(module)  # before tokenizing and loading, not after
 
-    display = _Display(progress)
+    display = _Display(progress, settings.checkpoint_every)
     with contextlib.ExitStack() as stack:
         if tokenize is None:
             assert gguf is not None
             tokenize = stack.enter_context(llama_tokenizer(gguf))
-        batches, skipped = _tokenized(train, tokenize, settings.max_tokens)
-        held_out, held_out_skipped = _tokenized(validation, tokenize, settings.max_tokens)
+        batches, skipped = _tokenized(train, tokenize, settings.max_tokens, settings.pack)
+        held_out, held_out_skipped = _tokenized(
+            validation, tokenize, settings.max_tokens, settings.pack
+        )
     if not batches:
         raise TrainingError(
             "TRAIN_006",
@@ -357,9 +401,10 @@ def finetune(
         resumed_from=resumed_from,
         base_gguf=gguf.name if gguf is not None else None,
         base_sha256=sha256,
-        examples=len(batches),
+        examples=sum(len(batch.turns) for batch in batches),
+        sequences=len(batches),
         skipped=skipped,
-        validation_examples=len(held_out),
+        validation_examples=sum(len(batch.turns) for batch in held_out),
         validation_skipped=held_out_skipped,
         completion_tokens=sum(len(batch.targets) for batch in batches),
         epochs=0.0,
@@ -707,14 +752,19 @@ class _Run:
 
 
 class _Display:
-    """Notes on stderr, and a rich progress bar with the loss and an ETA while training;
-    or nothing. The bar starts after loading, whose own progress bar (transformers') it
-    would garble."""
+    """Notes on stderr, and a rich progress bar with the loss and an ETA while training
+    (a line every ``every`` steps when stderr is not a terminal, as in a log); or nothing.
+    The bar starts after loading, whose own progress bar (transformers') it would garble."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, every: int = 50) -> None:
         self.progress: Any = None
         self.task: Any = None
         self.console: Any = None
+        self.every = every
+        self.total = 0
+        self.done = 0
+        self.recent: list[float] = []
+        self.since = time.monotonic()
         if enabled:
             from rich.console import Console
             from rich.progress import (
@@ -760,6 +810,7 @@ class _Display:
             self.progress.update(self.task, description=text)
 
     def start(self, total: int, done: int, loss: float | None) -> None:
+        self.total, self.done, self.since = total, done, time.monotonic()
         if self.progress is not None:
             self.progress.reset(
                 self.task,
@@ -770,8 +821,21 @@ class _Display:
             )
 
     def advance(self, loss: float) -> None:
-        if self.progress is not None:
-            self.progress.update(self.task, advance=1, loss=f"{loss:.4f}")
+        if self.progress is None:
+            return
+        self.progress.update(self.task, advance=1, loss=f"{loss:.4f}")
+        self.done += 1
+        self.recent.append(loss)
+        if self.console.is_terminal or len(self.recent) < self.every:
+            return
+        per_step = (time.monotonic() - self.since) / len(self.recent)
+        left = (self.total - self.done) * per_step / 60
+        self.note(
+            f"step {self.done}/{self.total}: loss {sum(self.recent) / len(self.recent):.4f} "
+            f"(mean of {len(self.recent)}), {per_step:.1f} s/step, about {left:.0f} min left"
+        )
+        self.recent.clear()
+        self.since = time.monotonic()
 
 
 @contextlib.contextmanager
@@ -814,17 +878,41 @@ def _seed(seed: int) -> None:
 
 
 def _tokenized(
-    examples: Sequence[TrainingExample], tokenize: Tokenize, max_tokens: int
+    examples: Sequence[TrainingExample], tokenize: Tokenize, max_tokens: int, pack: bool
 ) -> tuple[list[CompletionBatch], int]:
-    """The examples that fit ``max_tokens`` as batches, and how many did not."""
+    """The examples that fit ``max_tokens`` as sequences, and how many did not fit.
+
+    With ``pack``, consecutive turns of an episode whose prompts extend each other token
+    for token share one sequence, up to ``max_tokens``; the losses are the same as
+    apart, for a fraction of the tokens.
+    """
     batches: list[CompletionBatch] = []
     skipped = 0
-    for example in examples:
+    chain: list[tuple[list[int], list[int]]] = []
+    episode: tuple[str, str] | None = None
+
+    def flush() -> None:
+        if chain:
+            batches.append(pack_turns(chain))
+            chain.clear()
+
+    ordered = sorted(examples, key=lambda e: (e.agent, e.episode, e.turn)) if pack else examples
+    for example in ordered:
         prompt, completion = tokenize(example.prompt), tokenize(example.completion)
         if not prompt or not completion or len(prompt) + len(completion) > max_tokens:
             skipped += 1
             continue
-        batches.append(completion_batch(prompt, completion))
+        if pack and chain and episode == (example.agent, example.episode):
+            previous = [*chain[-1][0], *chain[-1][1]]
+            if prompt[: len(previous)] == previous:
+                chain.append((prompt, completion))
+                continue
+        flush()
+        episode = (example.agent, example.episode)
+        chain.append((prompt, completion))
+        if not pack:
+            flush()
+    flush()
     return batches, skipped
 
 
@@ -852,6 +940,7 @@ def _fingerprint(
             "max_grad_norm",
             "accumulation",
             "max_tokens",
+            "pack",
             "seed",
         },
     )
