@@ -319,6 +319,8 @@ def test_a_lora_adapter_really_loads_and_applies(
         assert run(tmp_path / "zero.gguf") == base
         assert run(tmp_path / "strong.gguf") != base
         assert run(None) == base
+        write_lora(tmp_path / "zero.gguf", strong)  # re-exported to the same path
+        assert run(tmp_path / "zero.gguf") == run(tmp_path / "strong.gguf")
         with pytest.raises(ModelError) as info:
             run(wrong_arch)
         assert info.value.code == "MODEL_011"

@@ -582,17 +582,24 @@ class _Engine:
     # adapters -------------------------------------------------------------------------
 
     def load_adapter(self, path: Path) -> _Adapter:
-        key = str(path.resolve())
-        if key in self.adapters:
-            return self.adapters[key]
-        if not path.is_file():
+        """The adapter at ``path``, loaded once per version of the file: a re-exported
+        adapter has a new key, so neither it nor a cache built with the old one is reused."""
+        resolved = path.resolve()
+        try:
+            stat = resolved.stat()
+        except OSError:
+            stat = None
+        if stat is None or not resolved.is_file():
             raise ModelError(
                 "MODEL_010",
                 f"LoRA adapter {path} does not exist",
                 "fix the agent's model.adapter path or set model.use_adapters: false",
             )
+        key = f"{resolved}@{stat.st_mtime_ns}:{stat.st_size}"
+        if key in self.adapters:
+            return self.adapters[key]
         verify_adapter_file(path)
-        handle = self.lib.llama_adapter_lora_init(self.model, key.encode("utf-8"))
+        handle = self.lib.llama_adapter_lora_init(self.model, str(resolved).encode("utf-8"))
         if not handle:
             raise ModelError(
                 "MODEL_011",
