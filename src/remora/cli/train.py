@@ -25,7 +25,8 @@ train_app = typer.Typer(
     help="Train LoRA adapters for the embedded model on this CPU (needs `remora[train]`).\n\n"
     "The steps, in order: **generate** records expert episodes through the real tools, "
     "**finetune** trains an adapter on them, **export** writes it as a llama.cpp GGUF, "
-    "**evaluate** compares next calls with and without it on held-out examples.",
+    "**evaluate** compares next calls with and without it on held-out examples, "
+    "**card** writes its model card.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
@@ -200,6 +201,37 @@ def export_command(
         f"wrote {shown(str(out))}: {report.tensors} tensors, rank {report.rank}, "
         f"alpha {report.alpha:g}, {report.bytes / 1e6:.1f} MB; llama.cpp loads it"
     )
+
+
+@train_app.command("card")
+def card_command(
+    adapter: Annotated[Path, typer.Argument(help="The adapter directory finetune wrote.")],
+    gguf: Annotated[Path, typer.Argument(help="The GGUF export wrote from it.")],
+    scores: Annotated[
+        Path | None, typer.Option(help="Scores from remora train evaluate --json.")
+    ] = None,
+    agents: AgentsOption = None,
+) -> None:
+    """Write the adapter's model card next to its GGUF (NAME.gguf -> NAME.md): data,
+    size, steps, time and, with --scores, next-call exact match base vs adapter.
+
+    Example: remora train card adapters/shared shared.gguf --scores scores.json
+    """
+    from remora.training.card import model_card, read_report, read_scores
+
+    report = read_report(adapter)
+    if agents:
+        report.agents = _agents(agents)
+    try:
+        size = gguf.stat().st_size
+    except OSError as exc:
+        raise TrainingError(
+            "TRAIN_004", f"cannot read {gguf}: {exc.strerror or exc}", "export the adapter first"
+        ) from None
+    card = gguf.with_suffix(".md")
+    text = model_card(gguf.stem, report, size, read_scores(scores) if scores else None)
+    card.write_text(text, encoding="utf-8")
+    console.print(f"wrote {shown(str(card))}")
 
 
 @train_app.command("evaluate")

@@ -146,6 +146,7 @@ class FinetuneReport(BaseModel):
     resumed_from: int | None = None
     base_gguf: str | None
     base_sha256: str | None
+    agents: list[str] = Field(default_factory=list, description="Whose examples it trained on.")
     examples: int = Field(description="Training examples (model turns) used.")
     sequences: int = Field(description="What a step trains on: a turn, or an episode's turns.")
     skipped: int = Field(description="Training examples over max_tokens (or empty), not used.")
@@ -401,6 +402,7 @@ def finetune(
         resumed_from=resumed_from,
         base_gguf=gguf.name if gguf is not None else None,
         base_sha256=sha256,
+        agents=sorted({example.agent for example in train}),
         examples=sum(len(batch.turns) for batch in batches),
         sequences=len(batches),
         skipped=skipped,

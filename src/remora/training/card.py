@@ -1,0 +1,102 @@
+"""Model cards: what an adapter was trained on, how long, and how it scored.
+
+A card is Markdown written next to the adapter GGUF (``shared.gguf`` -> ``shared.md``)
+from the run's ``training.json`` and, when given, the scores ``remora train evaluate
+--json`` wrote. It states figures only; anything judged by hand (such as a ``remora
+eval`` run) is added under its own heading after the generated part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from remora.errors import TrainingError
+from remora.training.evaluate import CallScore
+from remora.training.finetune import REPORT_FILE, FinetuneReport
+
+
+def read_report(adapter_dir: Path) -> FinetuneReport:
+    """The finished run's report; TRAIN_004 when there is none."""
+    path = adapter_dir / REPORT_FILE
+    try:
+        return FinetuneReport.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TrainingError(
+            "TRAIN_004",
+            f"cannot read the training report {path}: {str(exc).splitlines()[0]}",
+            "finish the run with remora train finetune first",
+        ) from None
+
+
+def read_scores(path: Path) -> dict[str, list[CallScore]]:
+    """Scores as ``remora train evaluate --json`` wrote them; TRAIN_001 when unreadable."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            agent: [CallScore.model_validate(score) for score in row]
+            for agent, row in payload.items()
+        }
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        raise TrainingError(
+            "TRAIN_001",
+            f"cannot read scores {path}: {str(exc).splitlines()[0]}",
+            "write them with remora train evaluate --json",
+        ) from None
+
+
+def model_card(
+    name: str,
+    report: FinetuneReport,
+    adapter_bytes: int,
+    scores: Mapping[str, Sequence[CallScore]] | None = None,
+) -> str:
+    """The card's Markdown."""
+    settings = report.settings
+    modules = ", ".join(settings.target_modules)
+    lines = [
+        f"# {name}",
+        "",
+        f"A LoRA adapter for the embedded {report.base_gguf or 'base model'}, trained by "
+        f"`remora train finetune` for the {', '.join(report.agents) or 'unrecorded'} agent(s).",
+        "",
+        "## Training",
+        "",
+        f"- Data: {report.examples} model turns of recorded expert episodes "
+        f"({report.sequences} sequences), {report.completion_tokens} completion tokens; "
+        f"{report.skipped} turns over {settings.max_tokens} tokens left out. "
+        f"Validation: {report.validation_examples} turns from source files never trained on.",
+        f"- LoRA: rank {settings.rank}, alpha {settings.alpha}, on {modules}; "
+        f"{adapter_bytes / 1e6:.1f} MB as a llama.cpp GGUF.",
+        f"- Run: {report.step} steps ({report.epochs:g} epochs), learning rate "
+        f"{settings.learning_rate:g}, seed {report.seed}, {report.dtype} base weights, "
+        f"{report.threads} thread(s).",
+        f"- Time: {report.seconds / 60:.0f} CPU-minutes of training "
+        f"({report.seconds_per_step or 0:.2f} s per step).",
+        f"- Loss: train {_figure(report.train_loss)} (last tenth of the steps), "
+        f"validation {_figure(report.validation_loss)}.",
+    ]
+    if scores:
+        lines += [
+            "",
+            "## Next-call exact match on held-out turns",
+            "",
+            "Each turn replayed through the embedded backend, greedy, with the run-time tools "
+            "and grammar; exact means the expert's tool name and every argument.",
+            "",
+            "| agent | turns | " + " | ".join(score.label for score in _first(scores)) + " |",
+            "|---|---|" + "---|" * len(_first(scores)),
+        ]
+        for agent, row in scores.items():
+            cells = " | ".join(f"{s.exact_rate:.0%} ({s.name_rate:.0%} name)" for s in row)
+            lines.append(f"| {agent} | {row[0].examples} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def _first(scores: Mapping[str, Sequence[CallScore]]) -> Sequence[CallScore]:
+    return next(iter(scores.values()))
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

@@ -1,0 +1,94 @@
+"""Model cards: the figures of a finished run and its scores, written next to the GGUF."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from remora.training.evaluate import CallScore
+from remora.training.finetune import REPORT_FILE, FinetuneReport, FinetuneSettings
+from tests.cli_helpers import run_cli
+
+
+def report(tmp_path: Path) -> FinetuneReport:
+    return FinetuneReport(
+        adapter_dir=tmp_path,
+        complete=True,
+        step=320,
+        steps=320,
+        base_gguf="gemma-3-270m-q4_k_m.gguf",
+        base_sha256="0" * 64,
+        agents=["docstring", "lint"],
+        examples=1200,
+        sequences=330,
+        skipped=4,
+        validation_examples=180,
+        validation_skipped=0,
+        completion_tokens=45000,
+        epochs=0.97,
+        seconds=2700.0,
+        seconds_per_step=8.4,
+        load_seconds=30.0,
+        threads=1,
+        dtype="bfloat16",
+        train_loss=0.1234,
+        validation_loss=0.2345,
+        losses=[0.5, 0.1234],
+        seed=0,
+        settings=FinetuneSettings(steps=320),
+        fingerprint="f",
+        validation_digest="d",
+    )
+
+
+def scores() -> dict[str, list[dict[str, object]]]:
+    base = CallScore(label="base", examples=40, exact=20, named=38)
+    adapter = CallScore(label="adapter", examples=40, exact=30, named=40)
+    return {"lint": [base.model_dump(), adapter.model_dump()]}
+
+
+def test_card_states_the_run_and_the_scores(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / REPORT_FILE).write_text(report(tmp_path).model_dump_json())
+    gguf = tmp_path / "shared.gguf"
+    gguf.write_bytes(b"\0" * 2_500_000)
+    (tmp_path / "scores.json").write_text(json.dumps(scores()))
+    result = run_cli(
+        ["train", "card", str(tmp_path), str(gguf), "--scores", str(tmp_path / "scores.json")],
+        capsys,
+    )
+    assert result.code == 0, result.err
+    card = (tmp_path / "shared.md").read_text()
+    assert card.startswith("# shared\n")
+    for figure in (
+        "docstring, lint agent(s)",
+        "1200 model turns",
+        "(330 sequences)",
+        "2.5 MB",
+        "320 steps (0.97 epochs)",
+        "45 CPU-minutes",
+        "train 0.123",
+        "validation 0.234",
+        "| lint | 40 | 50% (95% name) | 75% (100% name) |",
+    ):
+        assert figure in card
+
+
+def test_card_without_a_finished_run_or_with_bad_scores_is_a_coded_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    gguf = tmp_path / "shared.gguf"
+    gguf.write_bytes(b"\0")
+    result = run_cli(["train", "card", str(tmp_path), str(gguf)], capsys)
+    assert result.code == 1 and "TRAIN_004" in result.err
+    (tmp_path / REPORT_FILE).write_text(report(tmp_path).model_dump_json())
+    (tmp_path / "scores.json").write_text('{"lint": 3}')
+    result = run_cli(
+        ["train", "card", str(tmp_path), str(gguf), "--scores", str(tmp_path / "scores.json")],
+        capsys,
+    )
+    assert result.code == 1 and "TRAIN_001" in result.err
+    assert not (tmp_path / "shared.md").exists()
