@@ -38,6 +38,7 @@ AgentsOption = Annotated[
         "--agent", "-a", help="lint, docstring, test or sample_data (repeatable; default all)."
     ),
 ]
+AdapterDirArgument = Annotated[Path, typer.Argument(help="The adapter directory finetune wrote.")]
 DataOption = Annotated[
     Path,
     typer.Option("--data", help="Where generate writes <agent>/train.jsonl and validation.jsonl."),
@@ -181,7 +182,7 @@ def finetune_command(
 
 @train_app.command("export")
 def export_command(
-    adapter: Annotated[Path, typer.Argument(help="The adapter directory finetune wrote.")],
+    adapter: AdapterDirArgument,
     out: Annotated[Path, typer.Argument(help="The llama.cpp LoRA GGUF to write.")],
     base: Annotated[
         Path | None, typer.Option(help="The base GGUF (default: the embedded model).")
@@ -205,7 +206,7 @@ def export_command(
 
 @train_app.command("card")
 def card_command(
-    adapter: Annotated[Path, typer.Argument(help="The adapter directory finetune wrote.")],
+    adapter: AdapterDirArgument,
     gguf: Annotated[Path, typer.Argument(help="The GGUF export wrote from it.")],
     scores: Annotated[
         Path | None, typer.Option(help="Scores from remora train evaluate --json.")
