@@ -50,9 +50,9 @@ def list_agents_command(
     table = Table(title=f"{len(rows)} agent(s)")
     table.add_column("agent", style="bold", no_wrap=True)
     table.add_column("nodes", no_wrap=True)
-    table.add_column("tools (effect)")
+    table.add_column("tools (effect)", overflow="fold")
     table.add_column("turns", justify="right", no_wrap=True)
-    table.add_column("adapter", overflow="fold", min_width=7)
+    table.add_column("adapter", overflow="fold")
     table.add_column("status", no_wrap=True)
     for row in rows:
         origin = "bundled" if row["source"] == "bundled" else "user"
@@ -68,7 +68,7 @@ def list_agents_command(
             "\n".join(row["applies_to"]),
             tools,
             str(row["max_turns"] or ""),
-            shown(Path(row["adapter"]).name) if row["adapter"] else "none",
+            shown(Path(row["adapter"]).stem) if row["adapter"] else "none",
             status,
         )
     console.print(table)
