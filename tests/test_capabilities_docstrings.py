@@ -104,6 +104,14 @@ def test_google_docstring_built_from_signature_and_body(ctx: CapabilityContext) 
     assert (ctx.store.root / "box.py").read_text() == SOURCE
 
 
+def test_a_long_summary_stays_on_one_line(ctx: CapabilityContext) -> None:
+    summary = "Resize the box to the given width and height, keeping its other settings unchanged"
+    assert 80 < len(summary) < 100  # under the agent's limit, over the line left for it
+    docstring_set(ctx, "box.py", "Box.Inner.deep", summary)
+    docstring = _docstring(ctx, "Box.Inner.deep")
+    assert docstring is not None and docstring.splitlines()[:2] == [summary + ".", ""]
+
+
 def test_numpy_and_sphinx_styles(ctx: CapabilityContext) -> None:
     docstring_set(ctx, "box.py", "numbers", "Count up.", style="numpy")
     assert _docstring(ctx, "numbers") == (

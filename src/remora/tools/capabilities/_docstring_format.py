@@ -241,8 +241,12 @@ def _parse_sphinx(lines: list[str], parsed: ParsedDocstring) -> None:
 
 
 def render(content: DocstringContent, style: str, width: int) -> list[str]:
-    """The docstring's lines (no quotes, no outer indentation) in ``style``."""
-    lines = _wrap(content.summary, width)
+    """The docstring's lines (no quotes, no outer indentation) in ``style``.
+
+    The summary stays one line however long: wrapped, its second line would read as a
+    description without the blank line before it (pydocstyle's D205).
+    """
+    lines = [" ".join(content.summary.split())]
     if content.description:
         for paragraph in content.description.split("\n\n"):
             lines += ["", *_wrap(paragraph, width)]
