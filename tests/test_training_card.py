@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from remora.training.evaluate import CallScore
+from remora.training.evaluate import CallScore, write_scores
 from remora.training.finetune import REPORT_FILE, FinetuneReport, FinetuneSettings
 from tests.cli_helpers import run_cli
 
@@ -43,10 +42,10 @@ def report(tmp_path: Path) -> FinetuneReport:
     )
 
 
-def scores() -> dict[str, list[dict[str, object]]]:
+def scores() -> dict[str, list[CallScore]]:
     base = CallScore(label="base", examples=40, exact=20, named=38)
     adapter = CallScore(label="adapter", examples=40, exact=30, named=40)
-    return {"lint": [base.model_dump(), adapter.model_dump()]}
+    return {"lint": [base, adapter]}
 
 
 def test_card_states_the_run_and_the_scores(
@@ -55,7 +54,7 @@ def test_card_states_the_run_and_the_scores(
     (tmp_path / REPORT_FILE).write_text(report(tmp_path).model_dump_json())
     gguf = tmp_path / "shared.gguf"
     gguf.write_bytes(b"\0" * 2_500_000)
-    (tmp_path / "scores.json").write_text(json.dumps(scores()))
+    write_scores(tmp_path / "scores.json", scores())  # as remora train evaluate --json does
     result = run_cli(
         ["train", "card", str(tmp_path), str(gguf), "--scores", str(tmp_path / "scores.json")],
         capsys,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -218,7 +217,8 @@ def card_command(
 
     Example: remora train card adapters/shared shared.gguf --scores scores.json
     """
-    from remora.training.card import model_card, read_report, read_scores
+    from remora.training.card import model_card, read_report
+    from remora.training.evaluate import read_scores
 
     report = read_report(adapter)
     if agents:
@@ -258,7 +258,7 @@ def evaluate_command(
     Example: remora train evaluate --adapter adapters/shared.gguf --limit 100
     """
     from remora.model.factory import create_client
-    from remora.training.evaluate import CallScore, score_next_calls
+    from remora.training.evaluate import CallScore, score_next_calls, write_scores
 
     config = load(None).config
     chosen = _agents(agents)
@@ -316,5 +316,4 @@ def evaluate_command(
         )
     console.print(table)
     if output is not None:
-        payload = {name: [score.model_dump() for score in row] for name, row in scores.items()}
-        output.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        write_scores(output, scores)

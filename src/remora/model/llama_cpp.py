@@ -585,16 +585,13 @@ class _Engine:
         """The adapter at ``path``, loaded once per version of the file: a re-exported
         adapter has a new key, so neither it nor a cache built with the old one is reused."""
         resolved = path.resolve()
-        try:
-            stat = resolved.stat()
-        except OSError:
-            stat = None
-        if stat is None or not resolved.is_file():
+        if not resolved.is_file():
             raise ModelError(
                 "MODEL_010",
                 f"LoRA adapter {path} does not exist",
                 "fix the agent's model.adapter path or set model.use_adapters: false",
             )
+        stat = resolved.stat()
         key = f"{resolved}@{stat.st_mtime_ns}:{stat.st_size}"
         if key in self.adapters:
             return self.adapters[key]

@@ -8,7 +8,6 @@ eval`` run) is added under its own heading after the generated part.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,22 +26,6 @@ def read_report(adapter_dir: Path) -> FinetuneReport:
             "TRAIN_004",
             f"cannot read the training report {path}: {str(exc).splitlines()[0]}",
             "finish the run with remora train finetune first",
-        ) from None
-
-
-def read_scores(path: Path) -> dict[str, list[CallScore]]:
-    """Scores as ``remora train evaluate --json`` wrote them; TRAIN_001 when unreadable."""
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            agent: [CallScore.model_validate(score) for score in row]
-            for agent, row in payload.items()
-        }
-    except (OSError, ValueError, AttributeError, TypeError) as exc:
-        raise TrainingError(
-            "TRAIN_001",
-            f"cannot read scores {path}: {str(exc).splitlines()[0]}",
-            "write them with remora train evaluate --json",
         ) from None
 
 

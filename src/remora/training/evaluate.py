@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +117,25 @@ async def score_next_calls(
         failed=sum(failed for *_, failed in outcomes),
         by_tool=dict(sorted(by_tool.items())),
     )
+
+
+def write_scores(path: Path, scores: Mapping[str, Sequence[CallScore]]) -> None:
+    """Scores per agent as JSON: what ``remora train card --scores`` reads back."""
+    payload = {agent: [score.model_dump() for score in row] for agent, row in scores.items()}
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+def read_scores(path: Path) -> dict[str, list[CallScore]]:
+    """Scores as ``remora train evaluate --json`` wrote them; TRAIN_001 when unreadable."""
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            agent: [CallScore.model_validate(score) for score in row]
+            for agent, row in payload.items()
+        }
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        raise TrainingError(
+            "TRAIN_001",
+            f"cannot read scores {path}: {str(exc).splitlines()[0]}",
+            "write them with remora train evaluate --json",
+        ) from None

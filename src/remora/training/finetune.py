@@ -190,17 +190,11 @@ class CompletionBatch:
     input_ids: list[int]
     positions: list[int]
     targets: list[int]
-    turns: tuple[int, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.turns:
-            object.__setattr__(self, "turns", (len(self.targets),))
+    turns: tuple[int, ...]
 
 
 def completion_batch(prompt: Sequence[int], completion: Sequence[int]) -> CompletionBatch:
     """Prompt tokens then completion tokens (the last one is only predicted, never fed)."""
-    if not prompt or not completion:
-        raise ValueError("an example needs prompt and completion tokens")
     return pack_turns([(prompt, completion)])
 
 
@@ -212,8 +206,8 @@ def pack_turns(turns: Sequence[tuple[Sequence[int], Sequence[int]]]) -> Completi
     positions: list[int] = []
     targets: list[int] = []
     for prompt, completion in turns:
-        if not completion or len(prompt) < max(1, len(tokens)):
-            raise ValueError("each turn needs a completion and a prompt extending the last")
+        if not prompt or not completion:
+            raise ValueError("each turn needs prompt and completion tokens")
         if list(prompt[: len(tokens)]) != tokens:
             raise ValueError("a prompt does not start with the previous prompt and completion")
         start = len(prompt) - 1
@@ -243,8 +237,6 @@ def completion_loss(model: Any, batch: CompletionBatch, *, full_logits: bool = F
     else:
         logits = model(input_ids=ids, logits_to_keep=positions, use_cache=False).logits[0]
     targets = torch.tensor(batch.targets, dtype=torch.long)
-    if len(batch.turns) == 1:
-        return torch.nn.functional.cross_entropy(logits.float(), targets)
     losses = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="none")
     weights = torch.cat([torch.full((n,), 1.0 / n) for n in batch.turns])
     return (losses * weights).sum() / len(batch.turns)
