@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sysconfig
 from pathlib import Path
 
 import pytest
 
 from remora.model.base import Message, ModelRequest
 from remora.training.dataset import TrainingExample, write_examples
+from remora.training.traces import is_validation
 from tests.cli_helpers import run_cli
 
 
@@ -65,6 +68,46 @@ def test_evaluate_scores_the_base_model_on_held_out_turns(
     )
     assert result.code == 0, result.err
     assert "lint" in result.out and "base" in result.out
-    [base] = json.loads(scores.read_text(encoding="utf-8"))["lint"]
+    [base] = json.loads(scores.read_text(encoding="utf-8"))["next_call"]["lint"]
     # no tools offered, so the model answers in prose: no call, no match
     assert (base["examples"], base["exact"], base["failed"]) == (1, 0, 0)
+
+
+@pytest.mark.model
+def test_evaluate_runs_held_out_episodes_through_the_real_loop(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """generate, then evaluate --episodes with the embedded base model: the episode runs
+    through the real loop and tools and is scored, whatever the base model does."""
+    name = next(f"module{i}.py" for i in range(1000) if is_validation(f"module{i}.py"))
+    shutil.copy(Path(sysconfig.get_paths()["stdlib"]) / "textwrap.py", tmp_path / name)
+    corpus, data = ["--corpus", str(tmp_path / name)], tmp_path / "data"
+    result = run_cli(
+        ["train", "generate", "--agent", "docstring", "--limit", "1", "--data", str(data), *corpus],
+        capsys,
+    )
+    assert result.code == 0, result.err
+    scores = tmp_path / "scores.json"
+    result = run_cli(
+        [
+            "train",
+            "evaluate",
+            "--agent",
+            "docstring",
+            "--episodes",
+            "1",
+            "--limit",
+            "1",
+            "--data",
+            str(data),
+            "--json",
+            str(scores),
+            *corpus,
+        ],
+        capsys,
+    )
+    assert result.code == 0, result.err
+    assert "episode success" in result.out
+    [base] = json.loads(scores.read_text(encoding="utf-8"))["episodes"]["docstring"]
+    assert base["label"] == "base" and base["episodes"] == 1 and base["not_run"] == 0
+    assert base["succeeded"] + sum(base["problems"].values()) == 1

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from remora.training.evaluate import CallScore, write_scores
+from remora.training.evaluate import CallScore, EpisodeScore, Scores, write_scores
 from remora.training.finetune import REPORT_FILE, FinetuneReport, FinetuneSettings
 from tests.cli_helpers import run_cli
 
@@ -42,10 +42,15 @@ def report(tmp_path: Path) -> FinetuneReport:
     )
 
 
-def scores() -> dict[str, list[CallScore]]:
+def scores() -> Scores:
     base = CallScore(label="base", examples=40, exact=20, named=38)
     adapter = CallScore(label="adapter", examples=40, exact=30, named=40)
-    return {"lint": [base, adapter]}
+    base_episodes = EpisodeScore(label="base", episodes=10, succeeded=1, problems={"x": 9})
+    adapter_episodes = EpisodeScore(label="adapter", episodes=10, succeeded=7)
+    return Scores(
+        next_call={"lint": [base, adapter]},
+        episodes={"docstring": [base_episodes, adapter_episodes]},
+    )
 
 
 def test_card_states_the_run_and_the_scores(
@@ -72,6 +77,7 @@ def test_card_states_the_run_and_the_scores(
         "train 0.123",
         "validation 0.234",
         "| lint | 40 | 50% (95% name) | 75% (100% name) |",
+        "| docstring | 10 | 1 (10%) | 7 (70%) |",
     ):
         assert figure in card
 

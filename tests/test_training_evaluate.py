@@ -3,16 +3,38 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import sysconfig
 from pathlib import Path
 
 import pytest
 
+from remora.config import RemoraConfig
+from remora.contracts import SUBMIT_TOOL
+from remora.definitions import load_agents
 from remora.errors import ModelError, TrainingError
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall
 from remora.model.functiongemma import render_call
-from remora.testing import ScriptedModel, Step
+from remora.testing import ScriptedModel, Step, call
 from remora.training.dataset import TrainingExample
-from remora.training.evaluate import example_request, same_call, score_next_calls
+from remora.training.evaluate import (
+    CallScore,
+    EpisodeScore,
+    Scores,
+    example_request,
+    read_scores,
+    same_call,
+    score_episodes,
+    score_next_calls,
+    write_scores,
+)
+from remora.training.traces import (
+    ExpertModel,
+    generate_traces,
+    held_out_episodes,
+    open_session,
+    read_outcomes,
+)
 
 
 def example(index: int, name: str, **arguments: object) -> TrainingExample:
@@ -90,3 +112,76 @@ def test_nothing_to_score_is_a_clear_error() -> None:
     with pytest.raises(TrainingError) as caught:
         asyncio.run(score_next_calls([], ScriptedModel([]), label="base"))
     assert caught.value.code == "TRAIN_006"
+
+
+# --- whole held-out episodes through the real loop -------------------------------------------
+
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path]:
+    """Docstring episodes recorded on textwrap.py, every file held out."""
+    root = tmp_path_factory.mktemp("corpus")
+    shutil.copy(STDLIB / "textwrap.py", root / "textwrap.py")
+    corpus = [root / "textwrap.py"]
+    out = tmp_path_factory.mktemp("traces")
+    report = generate_traces(
+        "docstring", corpus, out, limit=3, seed=2, tokens="estimate", validation_share=1.0
+    )
+    assert report.episodes_kept >= 2
+    return corpus, out / "docstring"
+
+
+def test_held_out_episodes_are_the_kept_validation_ones_planned_again(
+    recorded: tuple[list[Path], Path],
+) -> None:
+    corpus, folder = recorded
+    agent = load_agents(RemoraConfig().agents.dirs)["docstring"]
+    kept = {o.id for o in read_outcomes(folder) if o.status == "kept"}
+    planned = held_out_episodes(agent, corpus, folder, share=1.0)
+    assert {episode.id for episode in planned} == kept
+    assert [e.id for e in held_out_episodes(agent, corpus, folder, limit=1, share=1.0)] == [
+        planned[0].id
+    ]
+    assert held_out_episodes(agent, corpus, folder, share=0.0) == []
+
+
+def test_episode_success_is_the_expectation_met_through_the_real_loop(
+    recorded: tuple[list[Path], Path],
+) -> None:
+    corpus, folder = recorded
+    config = RemoraConfig()
+    agent = load_agents(config.agents.dirs)["docstring"]
+    episode = held_out_episodes(agent, corpus, folder, limit=1, share=1.0)[0]
+    submit_at_once = call(SUBMIT_TOOL, summary="Nothing to do.")
+
+    async def scores() -> tuple[EpisodeScore, EpisodeScore]:
+        with open_session(agent, config, "evaluate", None) as session:
+            expert = await score_episodes(
+                session, [episode], ExpertModel(episode.expert, None), label="expert"
+            )
+            hasty = await score_episodes(
+                session, [episode], ScriptedModel([submit_at_once]), label="base"
+            )
+        return expert, hasty
+
+    expert, hasty = asyncio.run(scores())
+    assert (expert.episodes, expert.succeeded, expert.success_rate) == (1, 1, 1.0)
+    assert (hasty.episodes, hasty.succeeded) == (1, 0)
+    assert sum(hasty.problems.values()) == 1
+    assert hasty.problems == {"ended failed (agent reported failure)": 1}
+
+
+def test_scores_round_trip_and_a_bad_file_is_a_coded_error(tmp_path: Path) -> None:
+    scores = Scores(
+        next_call={"lint": [CallScore(label="base", examples=4, exact=2, named=3)]},
+        episodes={"lint": [EpisodeScore(label="base", episodes=2, succeeded=1, problems={"x": 1})]},
+    )
+    write_scores(tmp_path / "scores.json", scores)
+    assert read_scores(tmp_path / "scores.json") == scores
+    (tmp_path / "bad.json").write_text('{"lint": []}')
+    with pytest.raises(TrainingError) as caught:
+        read_scores(tmp_path / "bad.json")
+    assert caught.value.code == "TRAIN_001"

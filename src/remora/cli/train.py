@@ -38,6 +38,14 @@ AgentsOption = Annotated[
     ),
 ]
 AdapterDirArgument = Annotated[Path, typer.Argument(help="The adapter directory finetune wrote.")]
+CorpusOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--corpus",
+        help="Python files or package directories (repeatable; default: the standard "
+        "library and installed packages, never the evaluation packages).",
+    ),
+]
 DataOption = Annotated[
     Path,
     typer.Option("--data", help="Where generate writes <agent>/train.jsonl and validation.jsonl."),
@@ -59,14 +67,7 @@ def _agents(names: list[str] | None) -> list[str]:
 @train_app.command("generate")
 def generate_command(
     agents: AgentsOption = None,
-    corpus: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--corpus",
-            help="Python files or package directories (repeatable; default: the standard "
-            "library and installed packages, never the evaluation packages).",
-        ),
-    ] = None,
+    corpus: CorpusOption = None,
     data: DataOption = DATA_DIR,
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Episodes per agent.")] = None,
     minutes: Annotated[
@@ -245,39 +246,63 @@ def evaluate_command(
     limit: Annotated[
         int | None, typer.Option("--limit", "-n", help="Held-out examples per agent.")
     ] = None,
+    episodes: Annotated[
+        int,
+        typer.Option(
+            "--episodes",
+            "-e",
+            min=0,
+            help="Also run this many held-out episodes per agent through the real loop.",
+        ),
+    ] = 0,
+    corpus: CorpusOption = None,
     output: Annotated[
         Path | None, typer.Option("--json", help="Also write the scores here.")
     ] = None,
 ) -> None:
-    """Next-call exact match on held-out examples, base model vs adapter, side by side.
+    """Base model vs adapter, side by side, on what training never saw.
 
-    Each example's turn is replayed through the configured backend with the same tools
-    and grammar as at run time; a call matches when its name and every argument equal
-    the expert's.
+    **Next calls:** each held-out turn is replayed through the configured backend with the
+    same tools and grammar as at run time; a call matches when its name and every argument
+    equal the expert's. **Episodes** (`--episodes N`): N held-out episodes the expert
+    completed are run again whole, the model choosing every call, through the real loop
+    and tools; a success submits with every call as the agent's expectation wants.
 
-    Example: remora train evaluate --adapter adapters/shared.gguf --limit 100
+    Example: remora train evaluate --adapter adapters/shared.gguf --limit 100 --episodes 20
     """
+    from remora.definitions import load_agents
     from remora.model.factory import create_client
-    from remora.training.evaluate import CallScore, score_next_calls, write_scores
+    from remora.training.corpus import default_corpus
+    from remora.training.evaluate import Scores, score_episodes, score_next_calls, write_scores
+    from remora.training.traces import held_out_episodes, open_session
 
     config = load(None).config
     chosen = _agents(agents)
-    scores: dict[str, list[CallScore]] = {}
+    definitions = load_agents(config.agents.dirs)
+    scores = Scores()
     model = create_client(config.model)
 
     labels: list[tuple[str, Path | None]] = [("base", None)]
     if adapter is not None:
         labels.append(("adapter", adapter))
     held_out = {name: _examples(data, [name], "validation")[:limit] for name in chosen}
-    total = sum(len(examples) for examples in held_out.values()) * len(labels)
+    planned = {
+        name: held_out_episodes(
+            definitions[name], corpus or default_corpus(), data / name, limit=episodes
+        )
+        for name in chosen
+        if episodes
+    }
+    turns = sum(len(examples) for examples in held_out.values())
+    total = (turns + sum(len(p) for p in planned.values())) * len(labels)
 
     async def run(progress: Progress) -> None:
-        task = progress.add_task("held-out turns", total=total)
+        task = progress.add_task("held-out turns and episodes", total=total)
         try:
             for name, examples in held_out.items():
                 if not examples:
                     continue
-                scores[name] = [
+                scores.next_call[name] = [
                     await score_next_calls(
                         examples,
                         model,
@@ -287,6 +312,21 @@ def evaluate_command(
                     )
                     for label, path in labels
                 ]
+            for name, chosen_episodes in planned.items():
+                if not chosen_episodes:
+                    continue
+                with open_session(definitions[name], config, "evaluate", None) as session:
+                    scores.episodes[name] = [
+                        await score_episodes(
+                            session,
+                            chosen_episodes,
+                            model,
+                            label=label,
+                            adapter=path,
+                            on_episode=lambda: progress.advance(task),
+                        )
+                        for label, path in labels
+                    ]
         finally:
             await model.aclose()
 
@@ -299,21 +339,39 @@ def evaluate_command(
         disable=not err_console.is_terminal,
     ) as progress:
         asyncio.run(run(progress))
-    if not scores:
+    if not scores.next_call and not scores.episodes:
         raise TrainingError(
             "TRAIN_006", f"no validation examples under {data}", "run remora train generate first"
         )
-    table = Table(title="next-call exact match (name match) on held-out examples")
-    table.add_column("agent")
-    table.add_column("examples")
-    for label in [score.label for score in next(iter(scores.values()))]:
-        table.add_column(label)
-    for name, row in scores.items():
-        table.add_row(
-            name,
-            str(row[0].examples),
-            *(f"{score.exact_rate:.0%} ({score.name_rate:.0%})" for score in row),
-        )
-    console.print(table)
+    if scores.next_call:
+        table = Table(title="next-call exact match (name match) on held-out examples")
+        table.add_column("agent")
+        table.add_column("examples")
+        for label, _ in labels:
+            table.add_column(label)
+        for name, row in scores.next_call.items():
+            table.add_row(
+                name,
+                str(row[0].examples),
+                *(f"{score.exact_rate:.0%} ({score.name_rate:.0%})" for score in row),
+            )
+        console.print(table)
+    if scores.episodes:
+        table = Table(title="episode success on held-out episodes (first failure)")
+        table.add_column("agent")
+        table.add_column("episodes")
+        for label, _ in labels:
+            table.add_column(label)
+        for name, episode_row in scores.episodes.items():
+            table.add_row(
+                name,
+                str(episode_row[0].episodes),
+                *(
+                    f"{score.succeeded} ({score.success_rate:.0%})"
+                    + "".join(f"\n{count} {why}" for why, count in score.problems.items())
+                    for score in episode_row
+                ),
+            )
+        console.print(table)
     if output is not None:
         write_scores(output, scores)

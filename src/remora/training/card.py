@@ -8,11 +8,10 @@ eval`` run) is added under its own heading after the generated part.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from remora.errors import TrainingError
-from remora.training.evaluate import CallScore
+from remora.training.evaluate import Scores
 from remora.training.finetune import REPORT_FILE, FinetuneReport
 
 
@@ -33,7 +32,7 @@ def model_card(
     name: str,
     report: FinetuneReport,
     adapter_bytes: int,
-    scores: Mapping[str, Sequence[CallScore]] | None = None,
+    scores: Scores | None = None,
 ) -> str:
     """The card's Markdown."""
     settings = report.settings
@@ -60,7 +59,8 @@ def model_card(
         f"- Loss: train {_figure(report.train_loss)} (last tenth of the steps), "
         f"validation {_figure(report.validation_loss)}.",
     ]
-    if scores:
+    if scores and scores.next_call:
+        labels = [score.label for score in next(iter(scores.next_call.values()))]
         lines += [
             "",
             "## Next-call exact match on held-out turns",
@@ -68,17 +68,29 @@ def model_card(
             "Each turn replayed through the embedded backend, greedy, with the run-time tools "
             "and grammar; exact means the expert's tool name and every argument.",
             "",
-            "| agent | turns | " + " | ".join(score.label for score in _first(scores)) + " |",
-            "|---|---|" + "---|" * len(_first(scores)),
+            "| agent | turns | " + " | ".join(labels) + " |",
+            "|---|---|" + "---|" * len(labels),
         ]
-        for agent, row in scores.items():
+        for agent, row in scores.next_call.items():
             cells = " | ".join(f"{s.exact_rate:.0%} ({s.name_rate:.0%} name)" for s in row)
             lines.append(f"| {agent} | {row[0].examples} | {cells} |")
+    if scores and scores.episodes:
+        labels = [score.label for score in next(iter(scores.episodes.values()))]
+        lines += [
+            "",
+            "## Episode success on held-out episodes",
+            "",
+            "Whole episodes through the real loop and tools, greedy, on nodes from source "
+            "files never trained on; a success submits with every call as the agent's "
+            "expectation wants (as `remora harness` counts it).",
+            "",
+            "| agent | episodes | " + " | ".join(labels) + " |",
+            "|---|---|" + "---|" * len(labels),
+        ]
+        for agent, episodes in scores.episodes.items():
+            cells = " | ".join(f"{s.succeeded} ({s.success_rate:.0%})" for s in episodes)
+            lines.append(f"| {agent} | {episodes[0].episodes} | {cells} |")
     return "\n".join(lines) + "\n"
-
-
-def _first(scores: Mapping[str, Sequence[CallScore]]) -> Sequence[CallScore]:
-    return next(iter(scores.values()))
 
 
 def _figure(value: float | None) -> str:

@@ -11,16 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from remora.definitions import SubagentDefinition
 from remora.errors import RemoraError, TrainingError
+from remora.harness import check_episode
 from remora.model.base import ModelClient, ModelRequest, ModelResponse, ToolCall
+from remora.orchestration import Job
+from remora.runner import AgentResult, parse_response
 from remora.runner.parsing import parse_functiongemma_calls
 from remora.training.dataset import TrainingExample
+from remora.training.traces import Planned, Session
 
 
 class CallScore(BaseModel):
@@ -119,21 +125,133 @@ async def score_next_calls(
     )
 
 
-def write_scores(path: Path, scores: Mapping[str, Sequence[CallScore]]) -> None:
-    """Scores per agent as JSON: what ``remora train card --scores`` reads back."""
-    payload = {agent: [score.model_dump() for score in row] for agent, row in scores.items()}
-    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+class EpisodeScore(BaseModel):
+    """Whole held-out episodes through the real loop and tools, as ``remora harness``
+    judges them: submitted, with every call as the agent's expectation wants."""
+
+    label: str
+    episodes: int
+    succeeded: int
+    not_run: int = Field(default=0, description="Episodes whose node or precheck failed.")
+    problems: dict[str, int] = Field(
+        default_factory=dict, description="Why episodes failed: first problem -> count."
+    )
+
+    @property
+    def success_rate(self) -> float:
+        return self.succeeded / self.episodes if self.episodes else 0.0
 
 
-def read_scores(path: Path) -> dict[str, list[CallScore]]:
+class _GreedyModel:
+    """Sends every request greedy with one adapter (None: the base model) and keeps the
+    calls as the loop parses them, for the agent's expectation to check."""
+
+    def __init__(self, model: ModelClient, adapter: Path | None) -> None:
+        self._model = model
+        self._adapter = str(adapter) if adapter is not None else None
+        self.calls: list[ToolCall] = []
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        update = {"adapter": self._adapter, "temperature": 0.0}
+        response = await self._model.complete(request.model_copy(update=update))
+        self.calls.extend(parse_response(response).calls)
+        return response
+
+    async def aclose(self) -> None:
+        return None  # the caller closes the shared model
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)  # count_tokens, when the backend has it
+
+
+def episode_failure(
+    agent: SubagentDefinition, job: Job, result: AgentResult, calls: list[ToolCall]
+) -> str | None:
+    """Why a model's episode failed, in the harness's terms (None: it succeeded)."""
+    if result.status != "success":
+        why = _problem_kind(result.error or "")
+        return f"ended {result.status}" + (f" ({why})" if why else "")
+    if agent.expectation is None:
+        return None
+    expected = agent.expectation.render(job.system_inputs().as_dict())
+    problem = check_episode(agent, expected, calls).problem
+    return None if problem is None else _problem_kind(problem)
+
+
+def _problem_kind(problem: str) -> str:
+    """A problem without its values, so failures group: 'read_signature: ...' -> the
+    tool and what was wrong with it."""
+    return problem.split(": ")[0].split(" (")[0][:80]
+
+
+async def score_episodes(
+    session: Session,
+    episodes: Sequence[Planned],
+    model: ModelClient,
+    *,
+    label: str,
+    adapter: Path | None = None,
+    concurrency: int = 2,
+    on_episode: Callable[[], None] | None = None,
+) -> EpisodeScore:
+    """Run every episode through the real loop and tools with ``model`` choosing the calls."""
+    if not episodes:
+        raise TrainingError(
+            "TRAIN_006", "there are no episodes to evaluate", "run remora train generate first"
+        )
+    gate = asyncio.Semaphore(max(1, concurrency))
+    problems: Counter[str] = Counter()
+    succeeded = not_run = 0
+
+    async def one(number: int, episode: Planned) -> None:
+        nonlocal succeeded, not_run
+        async with gate:
+            greedy = _GreedyModel(model, adapter)
+            played = await session.play(episode, number, greedy)
+            if isinstance(played, tuple):
+                problem = episode_failure(session.agent, *played, greedy.calls)
+            elif played.status == "dropped":  # the loop raised: a backend or tool error
+                problem = _problem_kind(played.reason)
+            else:
+                not_run += 1
+                problem = ""
+            if problem is None:
+                succeeded += 1
+            elif problem:
+                problems[problem] += 1
+            if on_episode is not None:
+                on_episode()
+
+    await asyncio.gather(*(one(n, e) for n, e in enumerate(episodes, start=1)))
+    return EpisodeScore(
+        label=label,
+        episodes=len(episodes) - not_run,
+        succeeded=succeeded,
+        not_run=not_run,
+        problems=dict(problems.most_common()),
+    )
+
+
+class Scores(BaseModel):
+    """What ``remora train evaluate --json`` writes and ``remora train card`` reads: per
+    agent, one score per model (base first)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    next_call: dict[str, list[CallScore]] = Field(default_factory=dict)
+    episodes: dict[str, list[EpisodeScore]] = Field(default_factory=dict)
+
+
+def write_scores(path: Path, scores: Scores) -> None:
+    """The scores as JSON, for ``remora train card --scores``."""
+    path.write_text(scores.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+def read_scores(path: Path) -> Scores:
     """Scores as ``remora train evaluate --json`` wrote them; TRAIN_001 when unreadable."""
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        return {
-            agent: [CallScore.model_validate(score) for score in row]
-            for agent, row in payload.items()
-        }
-    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        return Scores.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
         raise TrainingError(
             "TRAIN_001",
             f"cannot read scores {path}: {str(exc).splitlines()[0]}",

@@ -55,7 +55,7 @@ from remora.definitions import SubagentDefinition, load_agents
 from remora.discovery import CSTNode, discover
 from remora.errors import RemoraError, TrainingError
 from remora.harness import check_episode, operation_options
-from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from remora.model.base import Message, ModelClient, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from remora.model.functiongemma import (
     render_call,
     render_completion,
@@ -429,7 +429,7 @@ def full_text(example: TrainingExample) -> str:
 
 
 @dataclass
-class _Session:
+class Session:
     """What every episode of a generation shares: the agent, the tool runtime (one sandbox
     pool), the scratch directory and the token counter."""
 
@@ -477,8 +477,12 @@ class _Session:
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
-    async def run(self, episode: Planned, attempt: int) -> Outcome:
-        """Run one episode to an Outcome; tool and runner failures cost only the episode."""
+    async def play(
+        self, episode: Planned, attempt: int, model: ModelClient
+    ) -> tuple[Job, AgentResult] | Outcome:
+        """Run one episode with ``model`` choosing the calls, in its scratch project: the
+        job and its result, or an Outcome when the episode could not run to an end (its
+        node is gone, the precheck skips it, the expert or a tool gave up)."""
         outcome = episode.outcome
         async with self.root_for(episode) as root:
             found = [
@@ -493,7 +497,6 @@ class _Session:
             manager = WorkspaceManager(root)
             key = JobKey(self.agent.name, node.node_id, self.run_id, attempt)
             job = Job(agent=self.agent, node=node, key=key, options=self.options)
-            model = ExpertModel(episode.expert, self.count_tokens)
             workspace_id = key.workspace_id
             try:
                 with manager.create(
@@ -527,10 +530,19 @@ class _Session:
             finally:
                 with contextlib.suppress(RemoraError, OSError):
                     manager.remove(workspace_id)
+        return job, result
+
+    async def run(self, episode: Planned, attempt: int) -> Outcome:
+        """Record one expert episode: kept with its examples, or why not."""
+        model = ExpertModel(episode.expert, self.count_tokens)
+        played = await self.play(episode, attempt, model)
+        if isinstance(played, Outcome):
+            return played
+        job, result = played
         problem = episode_problem(self.agent, job, result, model.turns, episode.docstring)
         if problem is not None:
-            return outcome("dropped", problem)
-        kept = outcome("kept", "")
+            return episode.outcome("dropped", problem)
+        kept = episode.outcome("kept", "")
         examples = examples_of(self.agent.name, episode.file.source, episode.id, model.turns)
         count = self.count_tokens or estimate_tokens
         context = self.config.model.context_size
@@ -539,6 +551,29 @@ class _Session:
         kept.mistake = any(turn.mistake for turn in model.turns)
         kept.recovers = any(_refused(turn.request) for turn in model.turns)
         return kept
+
+
+@contextlib.contextmanager
+def open_session(
+    agent: SubagentDefinition,
+    config: RemoraConfig,
+    run_id: str,
+    count_tokens: Callable[[str], int] | None,
+) -> Iterator[Session]:
+    """A session with its own scratch directory and tool runtime, both gone after it."""
+    with (
+        tempfile.TemporaryDirectory(prefix="remora-traces-") as scratch,
+        ToolRuntime(config.tools) as runtime,
+    ):
+        yield Session(
+            agent=agent,
+            config=config,
+            runtime=runtime,
+            scratch=Path(scratch),
+            run_id=run_id,
+            count_tokens=count_tokens,
+            options=operation_options(config, agent),
+        )
 
 
 def _reason_key(reason: str) -> str:
@@ -604,17 +639,57 @@ def _resume(folder: Path, state: dict[str, Any]) -> dict[str, Outcome]:
         same = json.loads(state_path.read_text(encoding="utf-8")) == state
     except (OSError, ValueError):
         same = False
-    done: dict[str, Outcome] = {}
-    if same and episodes.is_file():
-        for line in episodes.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                item = Outcome.model_validate_json(line)
-                done[item.id] = item
+    done = {item.id: item for item in read_outcomes(folder)} if same else {}
     folder.mkdir(parents=True, exist_ok=True)
     kept = "".join(item.model_dump_json() + "\n" for item in done.values())
     episodes.write_text(kept, encoding="utf-8")
     state_path.write_text(json.dumps(state, indent=2), encoding="utf-8")
     return done
+
+
+def read_outcomes(folder: Path) -> list[Outcome]:
+    """The episodes a generation journaled in ``folder``, the last outcome of each."""
+    done: dict[str, Outcome] = {}
+    with contextlib.suppress(OSError):
+        for line in (folder / EPISODES_FILE).read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):
+                item = Outcome.model_validate_json(line)
+                done[item.id] = item
+    return list(done.values())
+
+
+def held_out_episodes(
+    agent: SubagentDefinition,
+    corpus: Sequence[Path],
+    folder: Path,
+    *,
+    limit: int | None = None,
+    share: float = VALIDATION_SHARE,
+) -> list[Planned]:
+    """Up to ``limit`` validation episodes the expert completed in the generation journaled
+    in ``folder``, planned again from ``corpus`` without deliberate mistakes: the same
+    nodes, seeded defects and real inputs, from source files never trained on."""
+    try:
+        seed = int(json.loads((folder / STATE_FILE).read_text(encoding="utf-8"))["seed"])
+    except (OSError, ValueError, KeyError, TypeError):
+        seed = 0
+    sources = {
+        o.id: o.source
+        for o in read_outcomes(folder)
+        if o.status == "kept" and is_validation(o.source, share)
+    }
+    kept = sorted(sources)
+    random.Random(seed).shuffle(kept)
+    chosen = set(kept[:limit])
+    wanted = {sources[episode] for episode in chosen}
+    planned = [
+        episode
+        for file in corpus_files(corpus)
+        if file.source in wanted
+        for episode in plan_file(agent, file, seed, Counter())
+        if episode.id in chosen
+    ]
+    return sorted(planned, key=lambda episode: kept.index(episode.id))
 
 
 def split_examples(
@@ -709,7 +784,7 @@ def _interleave(groups: Iterator[Iterator[Planned]], width: int = 16) -> Iterato
 
 
 async def _run_all(
-    session: _Session,
+    session: Session,
     episodes: Iterator[Planned],
     done: dict[str, Outcome],
     tally: _Tally,
@@ -821,20 +896,10 @@ async def generate_traces_async(
             "TRAIN_014", f"cannot write to {folder}: {exc}", "choose a writable output directory"
         ) from None
     with (
-        tempfile.TemporaryDirectory(prefix="remora-traces-") as scratch,
-        ToolRuntime(config.tools) as runtime,
+        open_session(agent, config, f"train-{seed}", counter) as session,
         (folder / EPISODES_FILE).open("a", encoding="utf-8") as journal,
         _progress(progress) as bar,
     ):
-        session = _Session(
-            agent=agent,
-            config=config,
-            runtime=runtime,
-            scratch=Path(scratch),
-            run_id=f"train-{seed}",
-            count_tokens=counter,
-            options=operation_options(config, agent),
-        )
         tally = _Tally(bar, bar.add_task("", total=limit, agent=agent_name))
         order = list(files)
         random.Random(seed).shuffle(order)
