@@ -174,3 +174,23 @@ def test_tool_result_needs_a_turn() -> None:
     history = History(SYSTEM, NODE, budget=1_000)
     with pytest.raises(ValueError, match="model turn"):
         history.add_tool_result("read_file", "c1", big_result(1))
+
+
+def test_tighten_trims_at_least_the_excess_and_keeps_the_budget_low() -> None:
+    history = History(SYSTEM, NODE, budget=10_000)
+    for index in range(4):
+        add_turn(history, index)
+    before = history.total_tokens
+    assert history.tighten(150)
+    assert history.total_tokens <= before - 150
+    assert history.budget == before - 150
+    add_turn(history, 4)  # later turns are trimmed to the lowered budget too
+    history.render()
+    assert history.total_tokens <= before - 150
+    assert [m.content for m in history.messages()[:2]] == [SYSTEM, NODE]
+
+
+def test_tighten_with_nothing_left_to_trim_says_so() -> None:
+    history = History(SYSTEM, NODE, budget=10_000)
+    assert not history.tighten(10)
+    assert [m.content for m in history.render()] == [SYSTEM, NODE]

@@ -15,6 +15,7 @@ from remora.errors import ModelError, RunnerError, ToolError
 from remora.events import CollectingEmitter, GuardTriggeredEvent, ToolCallEvent
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from remora.runner import AgentResult, LoopSettings, LoopTool, run_agent
+from remora.runner.history import estimate_tokens
 from remora.testing import ScriptedModel, ScriptedTools, ScriptExhaustedError, Step, call
 from remora.tools.result import ToolResult
 
@@ -603,6 +604,42 @@ def test_trimming_keeps_system_and_node_context() -> None:
     assert '"summary": "read a big file"' in trimmed[0].content
     assert outcome.result.telemetry.context_trims > 0
     assert outcome.result.status == "success"
+
+
+class VerboseRenderer(ScriptedModel):
+    """A backend whose rendered prompt is twice as long as the history counts it."""
+
+    def render(self, request: ModelRequest) -> str:
+        return "".join(2 * message.content for message in request.messages)
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+def test_the_prompt_is_trimmed_to_the_budget_as_the_backend_renders_it() -> None:
+    big = ToolResult(outcome="success", summary="read a big file", result="y" * 1500)
+    script = [call("read_file", path=f"f{index}.py") for index in range(5)] + [SUBMIT_OK]
+    settings = LoopSettings(
+        max_turns=8,
+        context_size=2400,
+        max_tokens=200,
+        read_only_force_after=9,
+        read_only_nudge_after=9,
+    )
+    measured = VerboseRenderer(script)
+    outcome = run(
+        [], model=measured, invoker=make_tools(Workspace(), read_file=big), settings=settings
+    )
+    assert outcome.result.status == "success"
+    rendered = [measured.count_tokens(measured.render(r)) for r in measured.requests]
+    assert max(rendered) <= settings.prompt_budget
+    plain = ScriptedModel(script)  # no render: only the history's own count applies
+    run([], model=plain, invoker=make_tools(Workspace(), read_file=big), settings=settings)
+    assert max(measured.count_tokens(measured.render(r)) for r in plain.requests) > (
+        settings.prompt_budget
+    )
+    for request in measured.requests:
+        assert request.messages[0].content == SYSTEM and request.messages[1].content == NODE
 
 
 def test_count_tokens_from_the_model_is_used() -> None:

@@ -180,6 +180,14 @@ class History:
             self._trim()
         return self.messages()
 
+    def tighten(self, tokens: int) -> bool:
+        """Trim at least ``tokens`` more (what the rendered prompt came out over its budget)
+        and keep the budget that low from now on; whether anything was trimmed."""
+        before = self._total
+        self.budget = min(self.budget, self._total - tokens)
+        self._trim()
+        return self._total < before
+
     def _summarize(self, entry: _Entry) -> None:
         if entry.result is None or entry.summarized:
             return

@@ -196,17 +196,19 @@ class AgentLoop:
                 return self._failed(plan.stop)
             narrowed = self._narrowed(plan.allowed)
             allowed = list(narrowed) if narrowed is not None else None
-            request = ModelRequest(
-                messages=self.history.render(),
-                tools=self.catalog.specs,
-                allowed_tools=allowed,
-                tool_choice=plan.tool_choice,
-                temperature=self.settings.temperature,
-                max_tokens=self.settings.max_tokens,
-                choices=dict(self.choices),
-                conversation_id=self.conversation_id,
-                adapter=self.adapter,
-                model_id=self.model_id,
+            request = self._fitted(
+                ModelRequest(
+                    messages=self.history.render(),
+                    tools=self.catalog.specs,
+                    allowed_tools=allowed,
+                    tool_choice=plan.tool_choice,
+                    temperature=self.settings.temperature,
+                    max_tokens=self.settings.max_tokens,
+                    choices=dict(self.choices),
+                    conversation_id=self.conversation_id,
+                    adapter=self.adapter,
+                    model_id=self.model_id,
+                )
             )
             self._emit(
                 ModelRequestEvent(
@@ -229,6 +231,22 @@ class AgentLoop:
             finished = await self._handle(turn, narrowed, response)
             if finished is not None:
                 return finished
+
+    def _fitted(self, request: ModelRequest) -> ModelRequest:
+        """The request within the prompt budget as the backend renders it, when the backend
+        can say (``render`` and ``count_tokens``): the history counts message text, and a
+        rendered prompt can come out longer (tool declarations, escapes). The history's
+        budget then shrinks by the excess, so trimming stays monotone; what cannot be
+        trimmed is sent as it is, for the backend to refuse."""
+        render = getattr(self.model, "render", None)
+        count = getattr(self.model, "count_tokens", None)
+        if not callable(render) or not callable(count):
+            return request
+        while (excess := count(render(request)) - self.settings.prompt_budget) > 0:
+            if not self.history.tighten(excess):
+                break
+            request = request.model_copy(update={"messages": self.history.render()})
+        return request
 
     def _narrowed(self, allowed: tuple[str, ...] | None) -> tuple[str, ...] | None:
         """The guards' allowed tools, narrowed to the last result's ``next_tools``.
