@@ -171,7 +171,7 @@ def test_episode_success_is_the_expectation_met_through_the_real_loop(
     assert (expert.episodes, expert.succeeded, expert.success_rate) == (1, 1, 1.0)
     assert (hasty.episodes, hasty.succeeded) == (1, 0)
     assert sum(hasty.problems.values()) == 1
-    assert hasty.problems == {"ended failed (agent reported failure)": 1}
+    assert hasty.problems == {"submit_result instead of read_signature": 1}
 
 
 def test_scores_round_trip_and_a_bad_file_is_a_coded_error(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -167,21 +168,23 @@ class _GreedyModel:
 def episode_failure(
     agent: SubagentDefinition, job: Job, result: AgentResult, calls: list[ToolCall]
 ) -> str | None:
-    """Why a model's episode failed, in the harness's terms (None: it succeeded)."""
+    """Why a model's episode failed, in the harness's terms (None: it succeeded): the
+    first call the agent's expectation did not want, else how the run ended."""
+    if agent.expectation is not None:
+        expected = agent.expectation.render(job.system_inputs().as_dict())
+        problem = check_episode(agent, expected, calls).problem
+        if problem is not None:
+            return _problem_kind(problem)
     if result.status != "success":
         why = _problem_kind(result.error or "")
         return f"ended {result.status}" + (f" ({why})" if why else "")
-    if agent.expectation is None:
-        return None
-    expected = agent.expectation.render(job.system_inputs().as_dict())
-    problem = check_episode(agent, expected, calls).problem
-    return None if problem is None else _problem_kind(problem)
+    return None
 
 
 def _problem_kind(problem: str) -> str:
-    """A problem without its values, so failures group: 'read_signature: ...' -> the
-    tool and what was wrong with it."""
-    return problem.split(": ")[0].split(" (")[0][:80]
+    """A problem without its values, so failures group: "write_docstring summary='x',
+    expected 'y'" -> 'write_docstring summary'; 'MODEL_020: ...' -> 'MODEL_020'."""
+    return re.split(r": | \(|=", problem, maxsplit=1)[0][:80]
 
 
 async def score_episodes(
