@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,6 +17,7 @@ from remora.errors import TrainingError
 
 if TYPE_CHECKING:
     from remora.training.dataset import TrainingExample
+    from remora.training.evaluate import Score
 
 TRAINED_AGENTS = ("lint", "docstring", "test", "sample_data")
 DATA_DIR = Path(".remora/training/data")
@@ -343,35 +345,23 @@ def evaluate_command(
         raise TrainingError(
             "TRAIN_006", f"no validation examples under {data}", "run remora train generate first"
         )
-    if scores.next_call:
-        table = Table(title="next-call exact match (name match) on held-out examples")
-        table.add_column("agent")
-        table.add_column("examples")
-        for label, _ in labels:
-            table.add_column(label)
-        for name, row in scores.next_call.items():
-            table.add_row(
-                name,
-                str(row[0].examples),
-                *(f"{score.exact_rate:.0%} ({score.name_rate:.0%})" for score in row),
-            )
-        console.print(table)
-    if scores.episodes:
-        table = Table(title="episode success on held-out episodes (first failure)")
-        table.add_column("agent")
-        table.add_column("episodes")
-        for label, _ in labels:
-            table.add_column(label)
-        for name, episode_row in scores.episodes.items():
-            table.add_row(
-                name,
-                str(episode_row[0].episodes),
-                *(
-                    f"{score.succeeded} ({score.success_rate:.0%})"
-                    + "".join(f"\n{count} {why}" for why, count in score.problems.items())
-                    for score in episode_row
-                ),
-            )
-        console.print(table)
+    for title, unit, rows in (
+        ("next-call exact match on held-out turns", "turns", scores.next_call),
+        ("episode success on held-out episodes (failures)", "episodes", scores.episodes),
+    ):
+        if rows:
+            console.print(_score_table(title, unit, rows))
     if output is not None:
         write_scores(output, scores)
+
+
+def _score_table(title: str, unit: str, rows: Mapping[str, Sequence[Score]]) -> Table:
+    table = Table(title=title)
+    table.add_column("agent")
+    table.add_column(unit)
+    for score in next(iter(rows.values())):
+        table.add_column(score.label)
+    for agent, row in rows.items():
+        cells = ("\n".join([score.summary(), *score.details()]) for score in row)
+        table.add_row(agent, str(row[0].size), *cells)
+    return table

@@ -8,10 +8,11 @@ eval`` run) is added under its own heading after the generated part.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from remora.errors import TrainingError
-from remora.training.evaluate import Scores
+from remora.training.evaluate import Score, Scores
 from remora.training.finetune import REPORT_FILE, FinetuneReport
 
 
@@ -59,38 +60,43 @@ def model_card(
         f"- Loss: train {_figure(report.train_loss)} (last tenth of the steps), "
         f"validation {_figure(report.validation_loss)}.",
     ]
-    if scores and scores.next_call:
-        labels = [score.label for score in next(iter(scores.next_call.values()))]
+    for field, title, intro, unit in _SECTIONS:
+        rows: Mapping[str, Sequence[Score]] = getattr(scores, field) if scores else {}
+        if not rows:
+            continue
+        labels = [score.label for score in next(iter(rows.values()))]
         lines += [
             "",
-            "## Next-call exact match on held-out turns",
+            f"## {title}",
             "",
-            "Each turn replayed through the embedded backend, greedy, with the run-time tools "
-            "and grammar; exact means the expert's tool name and every argument.",
+            intro,
             "",
-            "| agent | turns | " + " | ".join(labels) + " |",
+            f"| agent | {unit} | " + " | ".join(labels) + " |",
             "|---|---|" + "---|" * len(labels),
         ]
-        for agent, row in scores.next_call.items():
-            cells = " | ".join(f"{s.exact_rate:.0%} ({s.name_rate:.0%} name)" for s in row)
-            lines.append(f"| {agent} | {row[0].examples} | {cells} |")
-    if scores and scores.episodes:
-        labels = [score.label for score in next(iter(scores.episodes.values()))]
-        lines += [
-            "",
-            "## Episode success on held-out episodes",
-            "",
-            "Whole episodes through the real loop and tools, greedy, on nodes from source "
-            "files never trained on; a success submits with every call as the agent's "
-            "expectation wants (as `remora harness` counts it).",
-            "",
-            "| agent | episodes | " + " | ".join(labels) + " |",
-            "|---|---|" + "---|" * len(labels),
-        ]
-        for agent, episodes in scores.episodes.items():
-            cells = " | ".join(f"{s.succeeded} ({s.success_rate:.0%})" for s in episodes)
-            lines.append(f"| {agent} | {episodes[0].episodes} | {cells} |")
+        for agent, row in rows.items():
+            cells = " | ".join(score.summary() for score in row)
+            lines.append(f"| {agent} | {row[0].size} | {cells} |")
     return "\n".join(lines) + "\n"
+
+
+_SECTIONS = (
+    (
+        "next_call",
+        "Next-call exact match on held-out turns",
+        "Each turn replayed through the embedded backend, greedy, with the run-time tools "
+        "and grammar; exact means the expert's tool name and every argument.",
+        "turns",
+    ),
+    (
+        "episodes",
+        "Episode success on held-out episodes",
+        "Whole episodes through the real loop and tools, greedy, on nodes from source files "
+        "never trained on; a success submits with every call as the agent's expectation "
+        "wants (as `remora harness` counts it).",
+        "episodes",
+    ),
+)
 
 
 def _figure(value: float | None) -> str:

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,19 @@ from remora.runner import AgentResult, parse_response
 from remora.runner.parsing import parse_functiongemma_calls
 from remora.training.dataset import TrainingExample
 from remora.training.traces import Planned, Session
+
+
+class Score(Protocol):
+    """What a table of scores shows of one: its label, size, figure and failures."""
+
+    label: str
+
+    @property
+    def size(self) -> int: ...
+
+    def summary(self) -> str: ...
+
+    def details(self) -> list[str]: ...
 
 
 class CallScore(BaseModel):
@@ -49,6 +62,16 @@ class CallScore(BaseModel):
     @property
     def name_rate(self) -> float:
         return self.named / self.examples if self.examples else 0.0
+
+    @property
+    def size(self) -> int:
+        return self.examples
+
+    def summary(self) -> str:
+        return f"{self.exact_rate:.0%} ({self.name_rate:.0%} name)"
+
+    def details(self) -> list[str]:
+        return []
 
 
 def response_call(response: ModelResponse) -> ToolCall | None:
@@ -141,6 +164,17 @@ class EpisodeScore(BaseModel):
     @property
     def success_rate(self) -> float:
         return self.succeeded / self.episodes if self.episodes else 0.0
+
+    @property
+    def size(self) -> int:
+        return self.episodes
+
+    def summary(self) -> str:
+        return f"{self.succeeded} ({self.success_rate:.0%})"
+
+    def details(self) -> list[str]:
+        """The failures, most common first."""
+        return [f"{count} {why}" for why, count in self.problems.items()]
 
 
 class _GreedyModel:
