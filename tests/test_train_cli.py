@@ -36,6 +36,14 @@ def test_evaluate_without_examples_is_train_006(
     assert "TRAIN_006" in result.err
 
 
+def test_evaluate_with_no_model_to_score_is_train_004(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    result = run_cli(["train", "evaluate", "--no-base", "--data", str(tmp_path)], capsys)
+    assert result.code == 1
+    assert "TRAIN_004" in result.err and "--adapter" in result.err
+
+
 def test_export_of_a_folder_that_is_no_adapter_is_train_004(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

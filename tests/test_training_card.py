@@ -42,14 +42,13 @@ def report(tmp_path: Path) -> FinetuneReport:
     )
 
 
-def scores() -> Scores:
-    base = CallScore(label="base", examples=40, exact=20, named=38)
-    adapter = CallScore(label="adapter", examples=40, exact=30, named=40)
-    base_episodes = EpisodeScore(label="base", episodes=10, succeeded=1, problems={"x": 9})
-    adapter_episodes = EpisodeScore(label="adapter", episodes=10, succeeded=7)
+def scores(label: str, exact: int, succeeded: int) -> Scores:
+    """One evaluate run's scores, for one model."""
     return Scores(
-        next_call={"lint": [base, adapter]},
-        episodes={"docstring": [base_episodes, adapter_episodes]},
+        next_call={"lint": [CallScore(label=label, examples=40, exact=exact, named=38)]},
+        episodes={
+            "docstring": [EpisodeScore(label=label, episodes=10, succeeded=succeeded, problems={})]
+        },
     )
 
 
@@ -59,9 +58,20 @@ def test_card_states_the_run_and_the_scores(
     (tmp_path / REPORT_FILE).write_text(report(tmp_path).model_dump_json())
     gguf = tmp_path / "shared.gguf"
     gguf.write_bytes(b"\0" * 2_500_000)
-    write_scores(tmp_path / "scores.json", scores())  # as remora train evaluate --json does
+    # two evaluate runs, as remora train evaluate --json writes them: the base, then --no-base
+    write_scores(tmp_path / "base.json", scores("base", 20, 1))
+    write_scores(tmp_path / "adapter.json", scores("adapter", 30, 7))
     result = run_cli(
-        ["train", "card", str(tmp_path), str(gguf), "--scores", str(tmp_path / "scores.json")],
+        [
+            "train",
+            "card",
+            str(tmp_path),
+            str(gguf),
+            "--scores",
+            str(tmp_path / "base.json"),
+            "--scores",
+            str(tmp_path / "adapter.json"),
+        ],
         capsys,
     )
     assert result.code == 0, result.err
@@ -76,7 +86,7 @@ def test_card_states_the_run_and_the_scores(
         "45 CPU-minutes",
         "train 0.123",
         "validation 0.234",
-        "| lint | 40 | 50% (95% name) | 75% (100% name) |",
+        "| lint | 40 | 50% (95% name) | 75% (95% name) |",
         "| docstring | 10 | 1 (10%) | 7 (70%) |",
     ):
         assert figure in card

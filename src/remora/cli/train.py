@@ -211,7 +211,11 @@ def card_command(
     adapter: AdapterDirArgument,
     gguf: Annotated[Path, typer.Argument(help="The GGUF export wrote from it.")],
     scores: Annotated[
-        Path | None, typer.Option(help="Scores from remora train evaluate --json.")
+        list[Path] | None,
+        typer.Option(
+            help="Scores from remora train evaluate --json (repeatable: each file's models "
+            "are shown after the previous file's)."
+        ),
     ] = None,
     agents: AgentsOption = None,
 ) -> None:
@@ -221,7 +225,7 @@ def card_command(
     Example: remora train card adapters/shared shared.gguf --scores scores.json
     """
     from remora.training.card import model_card, read_report
-    from remora.training.evaluate import read_scores
+    from remora.training.evaluate import merge_scores, read_scores
 
     report = read_report(adapter)
     if agents:
@@ -233,16 +237,25 @@ def card_command(
             "TRAIN_004", f"cannot read {gguf}: {exc.strerror or exc}", "export the adapter first"
         ) from None
     card = gguf.with_suffix(".md")
-    text = model_card(gguf.stem, report, size, read_scores(scores) if scores else None)
+    merged = merge_scores([read_scores(path) for path in scores or []])
+    text = model_card(gguf.stem, report, size, merged)
     card.write_text(text, encoding="utf-8")
     console.print(f"wrote {shown(str(card))}")
 
 
 @train_app.command("evaluate")
 def evaluate_command(
-    adapter: Annotated[
-        Path | None, typer.Option(help="The exported adapter GGUF to compare with the base.")
+    adapters: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--adapter",
+            help="An exported adapter GGUF to compare with the base (repeatable; each is "
+            "labelled by its file name).",
+        ),
     ] = None,
+    base: Annotated[
+        bool, typer.Option(help="Score the base model too (--no-base: only the adapters).")
+    ] = True,
     agents: AgentsOption = None,
     data: DataOption = DATA_DIR,
     limit: Annotated[
@@ -270,6 +283,9 @@ def evaluate_command(
     completed are run again whole, the model choosing every call, through the real loop
     and tools; a success submits with every call as the agent's expectation wants.
 
+    Several runs can score one card: `--no-base --adapter new.gguf --json new.json`,
+    then `remora train card ... --scores base.json --scores new.json`.
+
     Example: remora train evaluate --adapter adapters/shared.gguf --limit 100 --episodes 20
     """
     from remora.definitions import load_agents
@@ -284,9 +300,12 @@ def evaluate_command(
     scores = Scores()
     model = create_client(config.model)
 
-    labels: list[tuple[str, Path | None]] = [("base", None)]
-    if adapter is not None:
-        labels.append(("adapter", adapter))
+    labels: list[tuple[str, Path | None]] = [("base", None)] if base else []
+    labels += [(path.stem, path) for path in adapters or []]
+    if not labels:
+        raise TrainingError(
+            "TRAIN_004", "--no-base leaves nothing to score", "pass --adapter NAME.gguf"
+        )
     held_out = {name: _examples(data, [name], "validation")[:limit] for name in chosen}
     planned = {
         name: held_out_episodes(

@@ -279,6 +279,17 @@ class Scores(BaseModel):
     episodes: dict[str, list[EpisodeScore]] = Field(default_factory=dict)
 
 
+def merge_scores(parts: Sequence[Scores]) -> Scores:
+    """One file's scores after another's, per agent (e.g. the base run, then an adapter)."""
+    merged = Scores()
+    for part in parts:
+        for agent, calls in part.next_call.items():
+            merged.next_call.setdefault(agent, []).extend(calls)
+        for agent, episodes in part.episodes.items():
+            merged.episodes.setdefault(agent, []).extend(episodes)
+    return merged
+
+
 def write_scores(path: Path, scores: Scores) -> None:
     """The scores as JSON, for ``remora train card --scores``."""
     path.write_text(scores.model_dump_json(indent=2) + "\n", encoding="utf-8")
