@@ -430,8 +430,8 @@ def full_text(example: TrainingExample) -> str:
 
 @dataclass
 class Session:
-    """What every episode of a generation shares: the agent, the tool runtime (one sandbox
-    pool), the scratch directory and the token counter."""
+    """What the episodes of a generation or an evaluation share: the agent, the tool
+    runtime (one sandbox pool), the scratch directory and the token counter."""
 
     agent: SubagentDefinition
     config: RemoraConfig
