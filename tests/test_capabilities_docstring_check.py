@@ -98,6 +98,19 @@ def test_pydoclint_findings_are_kept_per_node(ctx: CapabilityContext) -> None:
     assert docstring_check(ctx, "mod.py", "good")["clean"] is True
 
 
+def test_a_tab_indented_file_docstring_is_clean_despite_its_tabs(tmp_path: Path) -> None:
+    """D206 follows the file's own tab indentation: not the docstring's problem."""
+    source = (
+        'def scale(factor):\n\t"""Scale it.\n\n\tArgs:\n\t\tfactor: How much.\n\t"""\n'
+        "\tprint(factor)\n"
+    )
+    tabbed = capability_context(
+        write_tree(tmp_path / "tabs", {"mod.py": source}), {"options": {"style": "google"}}
+    )
+    report = docstring_check(tabbed, "mod.py", "scale")
+    assert report["clean"] is True, report["problems"]
+
+
 def test_a_file_with_thousands_of_findings_is_checked(tmp_path: Path) -> None:
     bare = "".join(f"def f{index}(a):\n    return a\n\n\n" for index in range(600))
     root = write_tree(tmp_path / "proj", {"big.py": bare})

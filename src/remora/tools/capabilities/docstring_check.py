@@ -4,7 +4,8 @@
 convention of the style) on the workspace's current text and keeps what they report about
 this node; it adds its own comparison of documented and actual parameter names. Whether
 type hints appear in signatures or docstrings is a project's choice, so pydoclint's
-type-hint presence codes are not reported.
+type-hint presence codes are not reported; nor is D206 (a docstring indented with tabs),
+which a tab-indented file's docstrings cannot avoid.
 
 ``docstring_summary_check`` tells a summary that says something from one that only
 repeats the function's name ("Get user." for ``get_user``), which a small model tends to
@@ -35,7 +36,9 @@ from remora.tools.process import python_command, run_command, scrubbed_env
 
 CONVENTIONS = {"google": "google", "numpy": "numpy", "sphinx": "pep257"}
 _TYPE_HINT_CODES = frozenset({"DOC105", "DOC106", "DOC107", "DOC108", "DOC109", "DOC110", "DOC111"})
-_MODULE_CODES = frozenset({"D100", "D104"})
+# Not this docstring's doing: module docstrings, and D206 (indented with tabs), which
+# follows a tab-indented file's own indentation.
+_NOT_THIS_DOCSTRING = frozenset({"D100", "D104", "D206"})
 _OUTPUT_LIMIT = 8_000_000  # reports cover the whole file; this node's part is kept
 _PYDOCLINT_LINE = re.compile(r"^\s+(\d+): (DOC\d+): (.*)$")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -224,7 +227,7 @@ def _ruff_problems(
     return [
         _problem("ruff", item["code"], item["location"]["row"], item["message"])
         for item in items
-        if item.get("code") not in _MODULE_CODES and start <= item["location"]["row"] <= end
+        if item.get("code") not in _NOT_THIS_DOCSTRING and start <= item["location"]["row"] <= end
     ]
 
 
