@@ -83,7 +83,7 @@ def test_card_states_the_run_and_the_scores(
         "(330 sequences)",
         "2.5 MB",
         "320 steps (0.97 epochs)",
-        "45 CPU-minutes",
+        "45 minutes of training",
         "train 0.123",
         "validation 0.234",
         "| lint | 40 | 50% (95% name) | 75% (95% name) |",

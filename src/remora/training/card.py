@@ -55,7 +55,7 @@ def model_card(
         f"- Run: {report.step} steps ({report.epochs:g} epochs), learning rate "
         f"{settings.learning_rate:g}, seed {report.seed}, {report.dtype} base weights, "
         f"{report.threads} thread(s).",
-        f"- Time: {report.seconds / 60:.0f} CPU-minutes of training "
+        f"- Time: {report.seconds / 60:.0f} minutes of training on this CPU, wall clock "
         f"({report.seconds_per_step or 0:.2f} s per step).",
         f"- Loss: train {_figure(report.train_loss)} (last tenth of the steps), "
         f"validation {_figure(report.validation_loss)}.",
