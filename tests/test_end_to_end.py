@@ -52,6 +52,12 @@ def _analyze(project: Path, ops: str, capsys: pytest.CaptureFixture[str]) -> dic
     return manifest
 
 
+def _story(job: dict[str, Any]) -> str:
+    """What a failed job says about itself, short enough for pytest to print whole."""
+    calls = [step["name"] for step in job["telemetry"]["timeline"] if step["kind"] == "tool"]
+    return f"{job['status']}: {job['summary']} | error: {job['error']} | calls: {calls}"
+
+
 @pytest.mark.model
 def test_lint_agent_on_the_embedded_model(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -59,7 +65,7 @@ def test_lint_agent_on_the_embedded_model(
     project = write_tree(tmp_path / "proj", {"tool.py": LINT_MODULE})
     monkeypatch.chdir(project)
     [job] = _analyze(project, "lint", capsys)["jobs"]
-    assert job["status"] in ("success", "failed"), job
+    assert job["status"] in ("success", "failed"), _story(job)
     assert job["telemetry"]["turns"] >= 1
     text = (project / "tool.py").read_text()
     ast.parse(text)  # whatever was accepted still parses
@@ -75,7 +81,7 @@ def test_docstring_agent_on_the_embedded_model(
     project = write_tree(tmp_path / "proj", {"scaling.py": DOC_MODULE})
     monkeypatch.chdir(project)
     [job] = _analyze(project, "docstring", capsys)["jobs"]
-    assert job["status"] in ("success", "failed"), job
+    assert job["status"] in ("success", "failed"), _story(job)
     checked = docstring_check(capability_context(project), "scaling.py", "scale")
     if job["status"] == "success":
         assert checked["clean"], checked["problems"]
@@ -102,7 +108,7 @@ def test_test_agent_on_the_embedded_model(
     project = write_tree(tmp_path / "proj", {"signs.py": TEST_MODULE})
     monkeypatch.chdir(project)
     [job] = _analyze(project, "test", capsys)["jobs"]
-    assert job["status"] == "success", job
+    assert job["status"] == "success", _story(job)
     details = job["details"]
     generated = project / details["test_file"]
     assert generated.is_file()  # accepted into the project
@@ -129,7 +135,7 @@ def test_sample_data_agent_on_the_embedded_model(
     project = write_tree(tmp_path / "proj", {"signs.py": TEST_MODULE})
     monkeypatch.chdir(project)
     [job] = _analyze(project, "sample_data", capsys)["jobs"]
-    assert job["status"] == "success", job
+    assert job["status"] == "success", _story(job)
     data = json.loads((project / job["details"]["fixture_file"]).read_text())
     assert data["function"] == "signs.sign"
     # What was verified: every fixture's recorded result is what the function returns.
