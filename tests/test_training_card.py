@@ -107,3 +107,14 @@ def test_card_without_a_finished_run_or_with_bad_scores_is_a_coded_error(
     )
     assert result.code == 1 and "TRAIN_001" in result.err
     assert not (tmp_path / "shared.md").exists()
+
+
+def test_a_run_stopped_early_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    stopped = report(tmp_path).model_copy(update={"complete": False, "step": 108, "epochs": 0.33})
+    (tmp_path / REPORT_FILE).write_text(stopped.model_dump_json())
+    gguf = tmp_path / "lint.gguf"
+    gguf.write_bytes(b"\0" * 1000)
+    result = run_cli(["train", "card", str(tmp_path), str(gguf)], capsys)
+    assert result.code == 0, result.err
+    card = (tmp_path / "lint.md").read_text()
+    assert "108 steps (0.33 epochs; stopped early, of 320 planned)" in card

@@ -52,7 +52,9 @@ def model_card(
         f"Validation: {report.validation_examples} turns from source files never trained on.",
         f"- LoRA: rank {settings.rank}, alpha {settings.alpha}, on {modules}; "
         f"{adapter_bytes / 1e6:.1f} MB as a llama.cpp GGUF.",
-        f"- Run: {report.step} steps ({report.epochs:g} epochs), learning rate "
+        f"- Run: {report.step} steps ({report.epochs:g} epochs"
+        f"{'' if report.complete else f'; stopped early, of {report.steps} planned'}), "
+        f"learning rate "
         f"{settings.learning_rate:g}, seed {report.seed}, {report.dtype} base weights, "
         f"{report.threads} thread(s).",
         f"- Time: {report.seconds / 60:.0f} minutes of training on this CPU, wall clock "

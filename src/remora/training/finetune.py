@@ -330,8 +330,9 @@ def finetune(
 
     ``model`` is a transformers model to train instead of loading the GGUF (it gets the
     adapter layers); ``tokenize`` replaces llama.cpp's tokenizer over the GGUF. Returns
-    the report also written as ``training.json``; with ``stop_after`` before the end, an
-    incomplete report and only a checkpoint.
+    the report also written as ``training.json``; with ``stop_after`` before the end, the
+    adapter as it stands and an incomplete report (``complete`` false), which the next run
+    resumes past.
     """
     if not train:
         raise TrainingError(
@@ -583,7 +584,9 @@ class _Run:
                 if stop.is_set():
                     raise TrainingInterrupted(self.step, self.checkpoint_dir(self.step))
             if self.step < self.total:
-                return self.report(report, complete=False, validation=None)
+                stopped = self.report(report, complete=False, validation=None)
+                self.write_adapter(stopped)
+                return stopped
             display.phase("validating")
             began = time.monotonic()
             validation = self.validate(stop)
