@@ -54,9 +54,8 @@ def model_card(
         f"{adapter_bytes / 1e6:.1f} MB as a llama.cpp GGUF.",
         f"- Run: {report.step} steps ({report.epochs:g} epochs"
         f"{'' if report.complete else f'; stopped early, of {report.steps} planned'}), "
-        f"learning rate "
-        f"{settings.learning_rate:g}, seed {report.seed}, {report.dtype} base weights, "
-        f"{report.threads} thread(s).",
+        f"learning rate {settings.learning_rate:g}, seed {report.seed}, "
+        f"{report.dtype} base weights, {report.threads} thread(s).",
         f"- Time: {report.seconds / 60:.0f} minutes of training on this CPU, wall clock "
         f"({report.seconds_per_step or 0:.2f} s per step).",
         f"- Loss: train {_figure(report.train_loss)} (last tenth of the steps), "
