@@ -144,7 +144,11 @@ def finetune_command(
         int | None, typer.Option(help="Torch threads (default: half the usable CPUs).")
     ] = None,
     stop_after: Annotated[
-        int | None, typer.Option(help="Stop after this step with a checkpoint; resume later.")
+        int | None,
+        typer.Option(
+            help="Stop after this step with a checkpoint and the adapter as it stands "
+            "(exportable); resume later."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
