@@ -184,7 +184,7 @@ def test_doctor_reports_the_level_in_a_real_process(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -193,6 +193,10 @@ def test_doctor_reports_the_level_in_a_real_process(tmp_path: Path) -> None:
     assert report["isolation"]["mechanisms"]["bwrap"]["available"] is True
     assert report["model"]["threads"] == 3
     assert "model.threads" in report["model"]["threads_reason"]
+    load = report["model"]["load"]
+    assert load["profile"] in {"extra_buffers", "plain_buffers"}
+    assert "loads and generates in a child process" in load["reason"]
+    assert load["attempts"][-1]["outcome"] == "ok"
 
 
 def test_doctor_exits_1_when_project_code_could_not_run(

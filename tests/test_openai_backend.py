@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,7 @@ from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, To
 from remora.model.llama_cpp import LlamaCppBackend
 from remora.model.openai_http import OpenAIBackend
 from tests.support.http import Script, scripted_server
+from tests.support.llama_server import llama_server as start_llama_server
 
 ECHO = ToolSpec(
     name="echo",
@@ -238,55 +236,10 @@ def test_no_server_is_a_clear_error() -> None:
 @pytest.fixture
 def llama_server(embedded_llama: LlamaCppBackend) -> Iterator[str]:
     """``python -m llama_cpp.server`` on the embedded GGUF, on a free local port."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(embedded_llama.model_path),
-        "--model_alias",
-        "gemma-test",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--n_ctx",
-        "1024",
-        "--n_threads",
-        "2",
-        "--logits_all",
-        "false",
-        "--verbose",
-        "false",
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                stderr = process.stderr.read().decode() if process.stderr else ""
-                pytest.fail(f"llama_cpp.server exited: {stderr[-2000:]}")
-            try:
-                with urllib.request.urlopen(url + "/models", timeout=1) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not become ready within 60 s")
-            time.sleep(0.25)
+    with start_llama_server(
+        embedded_llama.model_path, "gemma-test", context=1024, threads=2, ready_within=60
+    ) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stderr:
-            process.stderr.close()
 
 
 @pytest.mark.model

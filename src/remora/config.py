@@ -72,6 +72,12 @@ class ModelConfig(_Section):
         "per model.threads usable CPUs, at most 4.",
     )
     batch_size: int = Field(default=512, ge=16)
+    extra_buffers: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="llama.cpp's extra CPU buffer types (weight repacking, AMX tiles): auto "
+        "probes once per machine, build and model in a child process and turns them off if "
+        "loading with them crashes (remora doctor shows the verdict); on/off skip the probe.",
+    )
     grammar: bool = Field(
         default=True,
         description="Constrain tool calls with the call grammar (in-process, and on a server "

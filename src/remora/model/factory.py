@@ -38,6 +38,7 @@ def create_client(config: ModelConfig, environ: Mapping[str, str] | None = None)
             threads=config.threads,
             lanes=config.lanes,
             batch_size=config.batch_size,
+            extra_buffers=config.extra_buffers,
             grammar=config.grammar,
             jump_forward=config.jump_forward,
             use_adapters=config.use_adapters,

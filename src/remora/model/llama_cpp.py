@@ -29,7 +29,8 @@ Error codes (stable): MODEL_002 the GGUF cannot be loaded; MODEL_010 a LoRA adap
 file does not exist; MODEL_011 a LoRA adapter is not a valid adapter for this model;
 MODEL_020 the prompt does not fit the context; MODEL_021 llama.cpp failed to
 evaluate; MODEL_022 llama.cpp rejected the generated grammar; MODEL_023
-llama-cpp-python is not installed.
+llama-cpp-python is not installed; MODEL_024 the build crashes on this CPU with every load
+profile (:mod:`remora.model.load_probe`, which runs before the first load).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ from remora.model.functiongemma import (
     render_request,
 )
 from remora.model.grammar import CallGrammar, build_call_grammar
+from remora.model.load_probe import ExtraBuffers, LoadProfile, ProbeVerdict, choose_profile
 
 TOP_CANDIDATES = 64
 """How many of the best tokens the grammar checks before falling back to all of them."""
@@ -410,13 +412,14 @@ class _Grammar:
 class _Weights:
     """The loaded model file, shared read-only by every lane's context."""
 
-    def __init__(self, path: Path, *, verbose: bool) -> None:
+    def __init__(self, path: Path, *, verbose: bool, extra_buffers: bool = True) -> None:
         lib = _bindings()
         self.lib = lib
         _install_log_callback(lib, verbose)
         lib.llama_backend_init()
         model_params = lib.llama_model_default_params()
         model_params.n_gpu_layers = 0
+        model_params.use_extra_bufts = extra_buffers
         model = lib.llama_model_load_from_file(str(path).encode("utf-8"), model_params)
         if not model:
             raise ModelError(
@@ -1024,9 +1027,15 @@ class LlamaCppBackend:
         seed: int = 0,
         verbose: bool = False,
         poll: int | None = None,
+        extra_buffers: ExtraBuffers = "auto",
+        load_profile: LoadProfile | None = None,
     ) -> None:
         check_gguf(model_path)
         self.model_path = model_path
+        self.extra_buffers = extra_buffers
+        self.load_profile = load_profile
+        """How the weights are loaded; chosen by the load probe on first load unless given."""
+        self.load_verdict: ProbeVerdict | None = None
         self.grammar = grammar
         self.jump_forward = jump_forward
         self.use_adapters = use_adapters
@@ -1053,8 +1062,23 @@ class LlamaCppBackend:
         with self._load_lock:
             self._check_open()
             if self._weights is None:
-                self._weights = _Weights(self.model_path, verbose=self.verbose)
+                if self.load_profile is None:
+                    self.load_profile, self.load_verdict = choose_profile(
+                        self.model_path,
+                        self.extra_buffers,
+                        threads=self.threads,
+                        batch_size=int(self._settings["batch_size"]),
+                    )
+                self._weights = _Weights(
+                    self.model_path,
+                    verbose=self.verbose,
+                    extra_buffers=self.load_profile.extra_buffers,
+                )
             return _Engine(self._weights, **self._settings)
+
+    def system_info(self) -> str:
+        """llama.cpp's build and CPU features line (``AVX2 = 1 | ... | REPACK = 1``)."""
+        return str(_bindings().llama_print_system_info().decode("utf-8", "replace")).strip()
 
     def _check_open(self) -> None:
         if self._closed:
