@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 
 from remora import __version__
-from remora.config import LoadedConfig, load_config, parse_assignments
+from remora.config import LoadedConfig, ModelConfig, load_config, parse_assignments
+from remora.model.base import ModelClient
 
 app = typer.Typer(
     name="remora",
@@ -133,3 +134,23 @@ def _root(
     OPTIONS.config_file = config_file
     OPTIONS.assignments = list(assignments or [])
     OPTIONS.verbosity = -1 if quiet else verbose
+
+
+def open_model(config: ModelConfig) -> ModelClient:
+    """The configured backend. For the in-process one the load probe runs now, before any
+    job starts, under a spinner when it has to start a child (once per machine, llama.cpp
+    build and model), so a build that crashes on this CPU is one MODEL_024 error up front."""
+    from remora.model import create_client
+    from remora.model.llama_cpp import LlamaCppBackend
+
+    model = create_client(config)
+    if isinstance(model, LlamaCppBackend):
+        if model.load_profile_known():
+            model.choose_load_profile()
+        else:
+            with err_console.status(
+                "checking that llama.cpp runs on this CPU (once per machine, build and model)...",
+                spinner="dots",
+            ):
+                model.choose_load_profile()
+    return model

@@ -18,6 +18,7 @@ from remora.cli._app import (
     console,
     err_console,
     flag_overrides,
+    open_model,
 )
 from remora.cli._app import load as load_config
 from remora.cli._text import shown, visible
@@ -213,7 +214,6 @@ def _run(
 ) -> RunResult:
     from remora.cli._run_display import ToolCallPrinter, run_display
     from remora.events import DiscoveryProblemEvent
-    from remora.model import create_client
     from remora.orchestration import interrupt_on_sigint, new_run_id, open_emitter, run_jobs
 
     verbose = (ToolCallPrinter(),) if OPTIONS.verbosity > 0 else ()
@@ -229,7 +229,7 @@ def _run(
                 hint=problem.hint,
             )
         )
-    model = create_client(config.model)
+    model = open_model(config.model)
 
     async def main() -> RunResult:
         cancel = asyncio.Event()

@@ -23,6 +23,7 @@ from remora.cli._app import (
     err_console,
     flag_overrides,
     load,
+    open_model,
 )
 from remora.cli._text import shown, visible
 from remora.discovery import discover, find_project_root, target_path
@@ -88,7 +89,6 @@ def harness_command(
     from remora.definitions import load_agents
     from remora.events import Emitter, FanoutEmitter, JsonlEmitter
     from remora.harness import DEFAULT_VARIANT, run_harness
-    from remora.model import create_client
     from remora.model.factory import describe_backend
     from remora.orchestration import interrupt_on_sigint
 
@@ -109,7 +109,7 @@ def harness_command(
     root = find_project_root(target_path(targets[0]))
     nodes = discover(targets, config.discovery, root=root).nodes
     chosen = variants or [DEFAULT_VARIANT]
-    model = create_client(config.model)
+    model = open_model(config.model)
     total = requests * len(chosen)
     emitters: list[Emitter] = [ToolCallPrinter()] if OPTIONS.verbosity > 0 else []
     if config.events.enabled and config.events.path is not None:

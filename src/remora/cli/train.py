@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from remora.cli._app import app, console, err_console, load
+from remora.cli._app import app, console, err_console, load, open_model
 from remora.cli._text import shown
 from remora.errors import TrainingError
 
@@ -293,7 +293,6 @@ def evaluate_command(
     Example: remora train evaluate --adapter adapters/shared.gguf --limit 100 --episodes 20
     """
     from remora.definitions import load_agents
-    from remora.model.factory import create_client
     from remora.training.corpus import default_corpus
     from remora.training.evaluate import Scores, score_episodes, score_next_calls, write_scores
     from remora.training.traces import held_out_episodes, open_session
@@ -302,7 +301,7 @@ def evaluate_command(
     chosen = _agents(agents)
     definitions = load_agents(config.agents.dirs)
     scores = Scores()
-    model = create_client(config.model)
+    model = open_model(config.model)
 
     labels: list[tuple[str, Path | None]] = [("base", None)] if base else []
     labels += [(path.stem, path) for path in adapters or []]

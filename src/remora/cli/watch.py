@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from remora.cli._app import OPTIONS, app, console, err_console
+from remora.cli._app import OPTIONS, app, console, err_console, open_model
 from remora.cli._app import load as load_config
 from remora.cli._text import shown
 from remora.cli.analyze import OPERATIONS_HELP, split_ops
@@ -42,7 +42,6 @@ def watch_command(
     from remora.cli._run_display import ToolCallPrinter, footer, job_line
     from remora.definitions import load_agents
     from remora.discovery import find_project_root
-    from remora.model import create_client
     from remora.orchestration import interrupt_on_sigint, open_emitter
     from remora.watch import WatchCallbacks, Watcher
     from remora.workspace import WorkspaceManager
@@ -53,7 +52,7 @@ def watch_command(
     manager = WorkspaceManager.from_config(root, config.workspace)
     verbose = (ToolCallPrinter(),) if OPTIONS.verbosity > 0 else ()
     emitter = open_emitter(config, manager.state_path, *verbose)
-    model = create_client(config.model)
+    model = open_model(config.model)
 
     def ready(nodes: int, files: int) -> None:
         err_console.print(

@@ -68,7 +68,13 @@ from remora.model.functiongemma import (
     render_request,
 )
 from remora.model.grammar import CallGrammar, build_call_grammar
-from remora.model.load_probe import ExtraBuffers, LoadProfile, ProbeVerdict, choose_profile
+from remora.model.load_probe import (
+    ExtraBuffers,
+    LoadProfile,
+    ProbeVerdict,
+    cached_verdict,
+    choose_profile,
+)
 
 TOP_CANDIDATES = 64
 """How many of the best tokens the grammar checks before falling back to all of them."""
@@ -1062,19 +1068,36 @@ class LlamaCppBackend:
         with self._load_lock:
             self._check_open()
             if self._weights is None:
-                if self.load_profile is None:
-                    self.load_profile, self.load_verdict = choose_profile(
-                        self.model_path,
-                        self.extra_buffers,
-                        threads=self.threads,
-                        batch_size=int(self._settings["batch_size"]),
-                    )
                 self._weights = _Weights(
                     self.model_path,
                     verbose=self.verbose,
-                    extra_buffers=self.load_profile.extra_buffers,
+                    extra_buffers=self.choose_load_profile().extra_buffers,
                 )
             return _Engine(self._weights, **self._settings)
+
+    def choose_load_profile(self) -> LoadProfile:
+        """How the weights will load: given, or the load probe's verdict (a child process
+        the first time on this machine, build and model; MODEL_024 when every profile
+        crashes). The CLI calls it before the first job to show the probe as progress."""
+        if self.load_profile is None:
+            self.load_profile, self.load_verdict = choose_profile(
+                self.model_path,
+                self.extra_buffers,
+                threads=self.threads,
+                batch_size=int(self._settings["batch_size"]),
+            )
+        return self.load_profile
+
+    def load_profile_known(self) -> bool:
+        """Whether :meth:`choose_load_profile` is answered without running a child."""
+        if self.load_profile is not None or self.extra_buffers != "auto":
+            return True
+        return (
+            cached_verdict(
+                self.model_path, threads=self.threads, batch_size=int(self._settings["batch_size"])
+            )
+            is not None
+        )
 
     def system_info(self) -> str:
         """llama.cpp's build and CPU features line (``AVX2 = 1 | ... | REPACK = 1``)."""

@@ -360,6 +360,19 @@ def _write_cached(path: Path, verdict: ProbeVerdict) -> None:
         pass
 
 
+def cached_verdict(
+    model_path: Path,
+    *,
+    threads: int,
+    batch_size: int,
+    environ: Mapping[str, str] | None = None,
+) -> ProbeVerdict | None:
+    """The verdict an earlier probe left for these settings, if any."""
+    key = probe_key(model_path, threads=threads, batch_size=batch_size)
+    cached = _read_cached(probe_dir(environ) / f"{key}.json")
+    return cached if cached is not None and cached.key == key else None
+
+
 def probe(
     model_path: Path,
     *,
@@ -377,12 +390,12 @@ def probe(
     not the CPU's doing (a corrupt file, a missing package) and the real load will report
     it. Verdicts with a timeout are not cached (a busy machine is not a broken build).
     """
+    if not refresh:
+        cached = cached_verdict(model_path, threads=threads, batch_size=batch_size, environ=environ)
+        if cached is not None:
+            return cached
     key = probe_key(model_path, threads=threads, batch_size=batch_size)
     path = probe_dir(environ) / f"{key}.json"
-    if not refresh:
-        cached = _read_cached(path)
-        if cached is not None and cached.key == key:
-            return cached
     attempts: list[ProbeAttempt] = []
     chosen: str | None = None
     for profile in PROFILES:
