@@ -166,12 +166,14 @@ def test_environment_is_scrubbed(ctx: CapabilityContext, monkeypatch: pytest.Mon
     assert Path(seen["cwd"]) == ctx.store.root  # the overlay is mounted at the project's path
 
 
-def test_sees_edits_and_writes_stay_in_workspace(ctx: CapabilityContext) -> None:
+def test_sees_edits_and_its_writes_are_discarded(ctx: CapabilityContext) -> None:
+    """The call sees the workspace's edits; what it writes itself reaches neither the
+    workspace nor the project (a call observes)."""
     write_file(ctx, "pkg/helpers.py", "def double(x):\n    return 100 * x\n")
     assert call_function(ctx, "pkg/mod.py", "add", "[1]")["returned"]["json"] == 101
-    call_function(ctx, "pkg/mod.py", "touch", '["out.txt"]')
-    assert ctx.store.read("out.txt") == b"made by the function"
-    assert not (ctx.store.root / "out.txt").exists()
+    assert call_function(ctx, "pkg/mod.py", "touch", '["out.txt"]')["returned"]["json"]
+    assert ctx.store.changed_paths() == ["pkg/helpers.py"]
+    assert not ctx.store.exists("out.txt") and not (ctx.store.root / "out.txt").exists()
 
 
 def test_timeout_and_hard_exit_are_clean_errors(ctx: CapabilityContext) -> None:

@@ -120,25 +120,41 @@ def test_isolation_none_is_an_explicit_opt_out(tmp_path: Path) -> None:
     ctx = capability_context(root, isolation="none")
     assert isolation_status("none").level == "none"
     assert call(ctx, "marker", "ran.txt")["returned"]["json"] == "ran"
-    assert ctx.store.read("ran.txt") == b"ran"  # a new file at the view's root is captured
+    assert not ctx.store.exists("ran.txt") and not (root / "ran.txt").exists()
+    with project_sandbox(ctx.store, ctx.config, harvest=True) as box:
+        box.run(["/bin/sh", "-c", "echo ran > ran.txt"], timeout=10, what="sh")
+    assert ctx.store.read("ran.txt") == b"ran\n"  # a new file at the view's root is captured
 
 
-def test_code_deleting_files_becomes_workspace_deletes(ctx: CapabilityContext) -> None:
+def harvested(ctx: CapabilityContext, script: str) -> None:
+    """Run ``script`` in a sandbox that harvests, as a command whose writes are the point."""
+    with project_sandbox(ctx.store, ctx.config, harvest=True) as box:
+        box.run(["/bin/sh", "-c", script], timeout=10, what="sh")
+
+
+def test_observed_writes_and_deletes_are_discarded(ctx: CapabilityContext) -> None:
+    call(ctx, "marker", "ran.txt")
     call(ctx, "remove", "keep.txt")
     call(ctx, "remove_tree", "data")
+    assert ctx.store.changed_paths() == []
+    assert ctx.store.read("keep.txt") == b"keep" and ctx.store.read("data/sub/b.txt") == b"b"
+
+
+def test_deleting_files_becomes_workspace_deletes(ctx: CapabilityContext) -> None:
+    harvested(ctx, "rm keep.txt && rm -r data")
     assert ctx.store.changed_paths() == ["data/a.txt", "data/sub/b.txt", "keep.txt"]
     assert not ctx.store.exists("keep.txt") and (ctx.store.root / "keep.txt").exists()
 
 
 def test_a_recreated_directory_deletes_what_it_had(ctx: CapabilityContext) -> None:
-    call(ctx, "recreate", "data")
+    harvested(ctx, "rm -r data && mkdir data && printf fresh > data/fresh.txt")
     assert ctx.store.read("data/fresh.txt") == b"fresh"
     assert not ctx.store.exists("data/a.txt") and not ctx.store.exists("data/sub/b.txt")
 
 
 def test_caches_and_metadata_only_changes_are_not_changes(ctx: CapabilityContext) -> None:
-    call(ctx, "caches")
-    call(ctx, "touch_only", "keep.txt")
+    script = "mkdir -p pkg/__pycache__ && echo b > pkg/__pycache__/m.cpython-311.pyc"
+    harvested(ctx, script + " && echo b > pkg/stale.pyc && chmod 644 keep.txt && touch keep.txt")
     assert ctx.store.changed_paths() == []
 
 
@@ -150,7 +166,7 @@ def test_the_workspace_deletes_are_invisible_to_project_code(ctx: CapabilityCont
 
 
 def test_a_failed_run_discards_what_it_wrote(ctx: CapabilityContext) -> None:
-    with pytest.raises(RuntimeError), project_sandbox(ctx.store, ctx.config) as box:
+    with pytest.raises(RuntimeError), project_sandbox(ctx.store, ctx.config, harvest=True) as box:
         (box.exchange / "ignored").write_text("x")
         box.run(["/bin/sh", "-c", "echo partial > out.txt"], timeout=10, what="sh")
         raise RuntimeError("the caller failed")
@@ -160,7 +176,7 @@ def test_a_failed_run_discards_what_it_wrote(ctx: CapabilityContext) -> None:
 def test_harvest_reports_what_it_wrote_and_skipped(tmp_path: Path) -> None:
     ctx = capability_context(write_tree(tmp_path / "proj", {"a.txt": "a"}), max_file_mb=1)
     script = "echo new > a.txt; mkdir d; echo x > d/x; head -c 3000000 /dev/zero > big.bin"
-    with project_sandbox(ctx.store, ctx.config) as box:
+    with project_sandbox(ctx.store, ctx.config, harvest=True) as box:
         box.run(["/bin/sh", "-c", script], timeout=10, what="sh")
     assert box.harvest is not None
     assert box.harvest.written == ["a.txt", "d/x"]

@@ -102,7 +102,8 @@ class WorkspaceError(RemoraError):
     workspace database locked by another process past the busy timeout, WS_017 a project
     file or directory, or Remora's state, cannot be written or read (read-only, immutable,
     permission denied, I/O error), WS_018 a write would take a workspace past
-    ``workspace.max_mb``.
+    ``workspace.max_mb``, WS_019 a write or delete (or an accept) in a version-control
+    directory (``.git``, ``.hg``, ``.svn``, ``.bzr``), which no workspace may change.
     """
 
     prefix = "WS"

@@ -22,7 +22,12 @@ changes, so review shows what project code wrote:
   the limit, so what is there is a truncated fragment;
 * a path the workspace refuses (Remora's state directory, a file where a directory is,
   a write past the workspace quota), or a file or directory the process left unreadable,
-  is reported as skipped, and the rest is still harvested.
+  is reported as skipped, and the rest is still harvested;
+* a version-control directory (``.git/``, ...) is never harvested: what the process
+  wrote or deleted there is reported as one skip for the directory.
+
+Only callers whose command's writes are the point harvest at all (``project_sandbox``'s
+``harvest``); observing code (calling a function, running tests) discards the upper layer.
 
 Writing the changes layer fails with a coded error (WS_015 no space, WS_017 otherwise).
 """
@@ -36,11 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from remora.errors import WorkspaceError
-from remora.workspace.base import FileStore
+from remora.workspace.base import FileStore, protected_part
 from remora.workspace.durable import file_mode, os_failure
 from remora.workspace.materialize import is_scratch_name
 
 _OPAQUE_XATTRS = ("user.overlay.opaque", "trusted.overlay.opaque")
+_PROTECTED = "version-control state, which no workspace may change"
 
 
 @dataclass
@@ -115,6 +121,9 @@ def _harvest_dir(
         rel = posixpath.join(rel_dir, entry.name) if rel_dir else entry.name
         if is_scratch_name(entry.name):
             continue
+        if protected_part(entry.name) is not None:
+            harvest.skipped[rel] = _PROTECTED
+            continue
         info = entry.stat(follow_symlinks=False)
         if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:
             if rel not in removed:
@@ -164,6 +173,9 @@ def _write(store: FileStore, rel: str, path: Path, harvest: Harvest) -> None:
 
 def _delete(store: FileStore, rel: str, harvest: Harvest) -> None:
     """Delete ``rel`` from the store: the file, or every file below the directory."""
+    if protected_part(rel) is not None:
+        harvest.skipped[rel] = _PROTECTED
+        return
     entries = _store_entries(store, rel)
     if entries:
         for name in entries:

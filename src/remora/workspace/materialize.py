@@ -24,11 +24,13 @@ Writing through a symlink would write the project, so views are designed against
 Failing to build or capture a view (no space, an unwritable state directory, a file the
 tool left unreadable) is a coded error (WS_015 / WS_017), never a raw OSError.
 
-When the view's context exits normally, real files that are new or changed are written
-back to the workspace, and files or links the tool removed become deletes; symlinks a
-tool creates are not captured. Views live under ``<state_dir>/views/<pid>-<id>-<token>``
-and are removed on exit; views whose process is gone (a crash, a kill -9) are swept by
-:func:`sweep_stale_views` on the next run, unless ``workspace.keep_views`` is set.
+When the view's context exits normally (and the caller asked for capture), real files
+that are new or changed are written back to the workspace, and files or links the tool
+removed become deletes; symlinks a tool creates are not captured, nor anything in a
+version-control directory (``.git/``, ...), which no workspace may change. Views live
+under ``<state_dir>/views/<pid>-<id>-<token>`` and are removed on exit; views whose process
+is gone (a crash, a kill -9) are swept by :func:`sweep_stale_views` on the next run,
+unless ``workspace.keep_views`` is set.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from remora.workspace.base import normalize_path
+from remora.workspace.base import normalize_path, protected_part
 from remora.workspace.durable import file_mode, os_failure, sha256_bytes
 from remora.workspace.models import Change
 
@@ -209,7 +211,7 @@ def _capture(source: ViewSource, state: _ViewState, hidden: str | None) -> None:
                 if is_scratch_name(entry.name):
                     continue
                 rel = posixpath.join(rel_dir, entry.name) if rel_dir else entry.name
-                if rel == hidden:
+                if rel == hidden or protected_part(rel) is not None:
                     continue
                 if entry.is_symlink():
                     if rel in state.links:
@@ -221,17 +223,17 @@ def _capture(source: ViewSource, state: _ViewState, hidden: str | None) -> None:
                     seen_files.add(rel)
                     _capture_file(source, state, rel, Path(entry.path))
     for rel in state.files:
-        if rel not in seen_files and source.exists(rel):
+        if rel not in seen_files and protected_part(rel) is None and source.exists(rel):
             source.delete(rel)
     for rel, is_dir in state.links.items():
-        if rel in seen_links or rel in seen_files:
+        if rel in seen_links or rel in seen_files or protected_part(rel) is not None:
             continue
         if not is_dir:
             if source.exists(rel):
                 source.delete(rel)
             continue
         for child in list(_walk_files(source, rel)):
-            if child not in seen_files:
+            if child not in seen_files and protected_part(child) is None:
                 source.delete(child)
 
 
@@ -287,8 +289,10 @@ def materialize_view(
     writable: Iterable[str] = (),
     keep: bool = False,
     hidden: str | None = None,
+    capture: bool = True,
 ) -> Iterator[Path]:
-    """Build a view of ``source`` under ``views_dir``; capture the tool's writes on normal exit.
+    """Build a view of ``source`` under ``views_dir``; capture the tool's writes on normal
+    exit when ``capture`` (without, they go with the view: an observation's writes).
 
     ``writable`` names files or directories a tool will write; they become real copies
     (a directory recursively; the project root itself is ignored, as that would be a copy).
@@ -310,6 +314,8 @@ def materialize_view(
         except OSError as exc:
             raise os_failure(exc, f"build a view of workspace {workspace_id}") from None
         yield state.path
+        if not capture:
+            return
         try:
             _capture(source, state, hidden)
         except OSError as exc:

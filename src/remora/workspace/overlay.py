@@ -45,7 +45,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 from remora.config import WorkspaceConfig
 from remora.errors import WorkspaceError
 from remora.regular_files import FileTooLargeError, NotRegularFileError, read_regular_file
-from remora.workspace.base import normalize_path, resolve_inside
+from remora.workspace.base import check_unprotected, normalize_path, resolve_inside
 from remora.workspace.durable import no_space_error, sha256_bytes
 from remora.workspace.materialize import entry_is_dir, materialize_view
 from remora.workspace.models import Change, ChangeKind, WorkspaceInfo, WorkspaceStatus
@@ -236,7 +236,8 @@ class OverlayWorkspace:
     """A FileStore whose writes stay in SQLite until a human accepts them.
 
     Create and open workspaces through :class:`remora.workspace.manager.WorkspaceManager`.
-    Paths are project-relative; ``hidden`` (Remora's state directory) is out of reach.
+    Paths are project-relative; ``hidden`` (Remora's state directory) is out of reach, and
+    version-control directories are read-only (WS_019).
     """
 
     def __init__(
@@ -364,11 +365,13 @@ class OverlayWorkspace:
     def write(self, path: str, data: bytes) -> None:
         """Store ``data`` for ``path``; writing back the base content drops the change.
 
-        WS_018 when the workspace would then hold more than its quota (nothing is stored).
+        WS_018 when the workspace would then hold more than its quota (nothing is stored);
+        WS_019 under a version-control directory (see :func:`check_unprotected`).
         """
         rel = self._rel(path)
         if not rel:
             raise self._shape_error(rel, "the project root is a directory")
+        check_unprotected(self._root, rel, doing="write")
         if not isinstance(data, bytes | bytearray | memoryview):
             raise TypeError(f"write() needs bytes, got {type(data).__name__}")
         content = bytes(data)
@@ -396,10 +399,12 @@ class OverlayWorkspace:
 
     @_coded
     def delete(self, path: str) -> None:
-        """Delete a file in the merged view (a tombstone); FileNotFoundError when absent."""
+        """Delete a file in the merged view (a tombstone); FileNotFoundError when absent,
+        WS_019 under a version-control directory."""
         rel = self._rel(path)
         if not rel:
             raise self._shape_error(rel, "the project root cannot be deleted")
+        check_unprotected(self._root, rel, doing="delete")
         with self._lock, self._tx() as conn:
             found = conn.execute(
                 "SELECT kind, base_sha256 FROM entries WHERE path = ?", (rel,)
@@ -503,12 +508,15 @@ class OverlayWorkspace:
             rows = self._db().execute("SELECT path FROM entries ORDER BY path").fetchall()
         return [row[0] for row in rows]
 
-    def materialize(self, writable: Iterable[str] = ()) -> AbstractContextManager[Path]:
+    def materialize(
+        self, writable: Iterable[str] = (), *, capture: bool = True
+    ) -> AbstractContextManager[Path]:
         """A real directory showing the project with this workspace's changes applied.
 
         ``writable`` names paths a subprocess will write (``ruff --fix`` on a file); they
         are real copies there, so the write cannot follow a symlink into the project. Run
-        subprocesses without bytecode writing (``PYTHONDONTWRITEBYTECODE=1``).
+        subprocesses without bytecode writing (``PYTHONDONTWRITEBYTECODE=1``). Without
+        ``capture`` what the subprocess wrote is discarded with the view.
         """
         return materialize_view(
             self,
@@ -516,6 +524,7 @@ class OverlayWorkspace:
             writable=writable,
             keep=self._keep_views,
             hidden=self._hidden,
+            capture=capture,
         )
 
     # -- review ----------------------------------------------------------------------

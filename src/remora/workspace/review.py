@@ -21,6 +21,10 @@ Both directions are all-or-nothing, never "some files skipped":
 * a file left alone by the recovery of a crashed accept (edited after the crash) is
   dropped from the undo record, since that accept never wrote it.
 
+Accept never changes a version-control directory (``.git/``, ...): a workspace with such
+a change (possible only from before workspaces refused them) is refused whole (WS_019).
+Undo may restore what an older accept overwrote there.
+
 Reject must always be possible: a workspace whose storage cannot be read (WS_007) is
 removed all the same.
 
@@ -36,7 +40,7 @@ from pathlib import Path
 
 from remora.errors import WorkspaceError
 from remora.regular_files import FileTooLargeError, NotRegularFileError
-from remora.workspace.base import resolve_inside
+from remora.workspace.base import protected_in, resolve_inside
 from remora.workspace.durable import file_sha256, os_failure, read_optional, sha256_bytes
 from remora.workspace.journal import (
     ApplyKind,
@@ -77,9 +81,27 @@ def _target(root: Path, entry: OverlayEntry) -> str:
     return entry.path
 
 
+def _refuse_protected(root: Path, workspace_id: str, entries: list[OverlayEntry]) -> None:
+    """WS_019 before anything is written when a change lies in a version-control directory
+    (a workspace from before such writes were refused, or a link the user added since)."""
+    found = [(entry.path, part) for entry in entries if (part := protected_in(root, entry.path))]
+    if not found:
+        return
+    path, part = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    raise WorkspaceError(
+        "WS_019",
+        f"cannot accept {workspace_id}: it changes {path!r}{more} in {part}, version-control "
+        "state no workspace may change; nothing was written",
+        f"reject it ('remora reject {workspace_id}') or retry it",
+    )
+
+
 def _plan_accept(root: Path, workspace: OverlayWorkspace, limit: int) -> _Plan:
     plan = _Plan()
-    for entry in workspace.entries():
+    entries = workspace.entries()
+    _refuse_protected(root, workspace.workspace_id, entries)
+    for entry in entries:
         rel = _target(root, entry)
         target = root / rel
         if target.is_dir():

@@ -2,10 +2,10 @@
 
 The call runs the child script ``_call_child.py`` with ``python -P -s`` in a
 :func:`~remora.tools.isolation.project_sandbox` (no network, nothing outside the project and
-the Python installation visible, the project's files writable only into the workspace),
+the Python installation visible, the project's files writable only inside the sandbox),
 with a scrubbed environment (PATH, LANG, PYTHONPATH = the project, a private HOME,
-PYTHONDONTWRITEBYTECODE), rlimits and a hard timeout. Files the function writes become
-workspace changes.
+PYTHONDONTWRITEBYTECODE), rlimits and a hard timeout. What the function writes or deletes
+is discarded with the sandbox: a call observes, it never changes the workspace.
 Functions, classes (constructed), staticmethods and classmethods can be called; instance
 methods need an instance and are refused with an explanation.
 
@@ -60,7 +60,7 @@ def call_function(
     args, kwargs = parse_arguments(args_json)
     limit = ctx.time_left(ctx.config.subprocess_timeout)
     seconds = min(ctx.config.timeout if timeout is None else as_float(timeout, "timeout"), limit)
-    with project_sandbox(ctx.store, ctx.config) as box:
+    with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
         request, result_file = box.exchange / "request.json", box.exchange / "result.json"
         roots = import_roots(box.root)
         request.write_text(

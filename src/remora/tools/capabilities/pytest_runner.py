@@ -1,10 +1,11 @@
 """``pytest_run``: run the real pytest on the workspace and report per-test outcomes.
 
 pytest runs in a :func:`~remora.tools.isolation.project_sandbox` over the workspace (so the
-job's edits are what gets tested, and files the tests write become workspace changes, not
-writes to the project), with a scrubbed environment, no cache provider, no bytecode, rlimits
-and a hard timeout. Outcomes come from the JUnit XML report written to the sandbox's
-exchange directory; collection errors are reported per file and do not stop other files.
+job's edits are what gets tested, and what the tests write or delete is discarded with the
+sandbox, never a workspace change), with a scrubbed environment, no cache provider, no
+bytecode, rlimits and a hard timeout. Outcomes come from the JUnit XML report written to
+the sandbox's exchange directory; collection errors are reported per file and do not stop
+other files.
 
 Codes: TOOL_101 a path to test does not exist, TOOL_104 an unusable timeout, TOOL_201 pytest
 timed out, TOOL_401 pytest could not run (usage or internal error, or no report written).
@@ -44,7 +45,7 @@ def pytest_run(
     targets, writable = _targets(ctx, paths)
     limit = ctx.time_left(ctx.config.subprocess_timeout)
     seconds = limit if timeout is None else min(as_float(timeout, "timeout"), limit)
-    with project_sandbox(ctx.store, ctx.config, writable=writable) as box:
+    with project_sandbox(ctx.store, ctx.config, writable=writable, harvest=False) as box:
         report = box.exchange / "report.xml"
         argv = python_command(
             "-m",

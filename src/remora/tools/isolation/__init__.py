@@ -23,9 +23,15 @@ command there. Three levels, chosen by ``tools.isolation`` (see :mod:`._probe`):
 
 At every level the command runs with a scrubbed environment and rlimits on CPU time,
 address space, file size and processes (also pid_max of the pid namespace, on kernels that
-have it per namespace). What project code wrote is harvested back into the workspace when
-the sandbox closes normally (see :mod:`remora.workspace.layers`); after a failure it is
-discarded.
+have it per namespace).
+
+What project code writes or deletes is discarded when the sandbox closes, unless the
+caller opens it with ``harvest=True`` and it closes normally: then it becomes workspace
+changes (see :mod:`remora.workspace.layers`; version-control directories are never
+harvested). Observing code (``call_function``, characterization, input probing, ``pytest_run``)
+never harvests: a function under observation is untrusted, and what it wrote to
+``.git/config`` or deleted would otherwise reach the project at accept. An agent's
+intended edits go through the workspace API instead.
 
 Codes: TOOL_801/TOOL_802 (see :mod:`._probe`), TOOL_803 the sandbox could not be set up,
 TOOL_804 the command started more processes than ``tools.max_processes``.
@@ -54,6 +60,7 @@ from remora.tools.isolation._probe import (
     IsolationStatus,
     Mechanism,
     bwrap_binary,
+    confinement,
     isolation_status,
     require_isolation,
 )
@@ -72,6 +79,7 @@ __all__ = [
     "IsolationStatus",
     "Mechanism",
     "Sandbox",
+    "confinement",
     "isolation_status",
     "project_sandbox",
     "require_isolation",
@@ -109,7 +117,8 @@ class Sandbox:
 
     ``root`` is the project as the command sees it (its real path under bubblewrap, the
     view otherwise); ``exchange`` is a private directory with the same path inside and out,
-    for request and report files; ``HOME`` and ``TMPDIR`` point below it.
+    for request and report files; ``HOME`` and ``TMPDIR`` point below it. ``harvest`` is
+    what a harvesting sandbox took into the workspace under bubblewrap (None otherwise).
     """
 
     level: IsolationLevel
@@ -220,7 +229,7 @@ class Sandbox:
             spec["remove"] = [str(self.root / rel) for rel in self._removed]
         elif self.level == "landlock":
             spec["landlock"] = {
-                "read": [*_system_paths(), *_python_paths(), str(self._store.root)],
+                "read": [*_system_paths(), *_python_paths(), *_project_entries(self._store)],
                 "write": [str(self.root), str(self.exchange), *_DEVICES],
                 "allow_network": False,
             }
@@ -272,10 +281,17 @@ _MIN_PID_MAX = 301  # the kernel's floor for pid_max (RESERVED_PIDS + 1)
 
 @contextmanager
 def project_sandbox(
-    store: FileStore, config: ToolsConfig, *, writable: Iterable[str] = ()
+    store: FileStore,
+    config: ToolsConfig,
+    *,
+    writable: Iterable[str] = (),
+    harvest: bool = False,
 ) -> Iterator[Sandbox]:
-    """A sandbox over ``store``; on normal exit what the code wrote becomes workspace changes.
+    """A sandbox over ``store``; what the code writes is discarded at exit unless ``harvest``.
 
+    ``harvest`` is for commands whose writes are the point (none of today's callers):
+    on normal exit what the code wrote and deleted becomes workspace changes, reported in
+    ``Sandbox.harvest``. The default discards them, as observing untrusted code must.
     ``writable`` names paths the command writes that must be real copies in a
     materialized view (the Landlock and unisolated levels); under bubblewrap every path is
     writable through the overlay. Raises TOOL_801/TOOL_802 when isolation is required but
@@ -293,13 +309,37 @@ def project_sandbox(
             removed = write_changes_layer(store, layers[0])
             box = Sandbox(level, store.root, exchange, config, store, removed, layers)
             yield box
-            box.harvest = harvest_upper(
-                store, layers[1], removed=frozenset(removed), max_bytes=config.max_file_mb * _MB
-            )
+            if harvest:
+                box.harvest = harvest_upper(
+                    store, layers[1], removed=frozenset(removed), max_bytes=config.max_file_mb * _MB
+                )
         else:
-            with store.materialize(writable=sorted(set(writable))) as view:
+            with store.materialize(writable=sorted(set(writable)), capture=harvest) as view:
                 yield Sandbox(level, view, exchange, config, store)
-                _drop_truncated(view, config.max_file_mb * _MB)
+                if harvest:
+                    _drop_truncated(view, config.max_file_mb * _MB)
+
+
+def _project_entries(store: FileStore) -> list[str]:
+    """The project's top-level entries but Remora's state directory: Landlock grants reads
+    per path, and the state holds every other workspace's pending changes."""
+    if not store.hidden:
+        return [str(store.root)]
+    return _entries_but(store.root, store.hidden.strip("/").split("/"))
+
+
+def _entries_but(directory: Path, hidden: list[str]) -> list[str]:
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return [str(directory)]
+    found: list[str] = []
+    for name in names:
+        if name != hidden[0]:
+            found.append(str(directory / name))
+        elif len(hidden) > 1 and (directory / name).is_dir():
+            found += _entries_but(directory / name, hidden[1:])
+    return found
 
 
 def _drop_truncated(view: Path, max_bytes: int) -> None:
