@@ -16,6 +16,7 @@ import yaml
 
 from remora.errors import ToolError
 from remora.tools.capabilities import CapabilityContext
+from remora.tools.capabilities._arguments import module_scope
 from remora.tools.capabilities.fixtures import (
     as_data,
     fixture,
@@ -321,7 +322,7 @@ def test_fixture_of_a_method_call_names_the_receiver() -> None:
         verdict="kept",
         returned={"kind": "value", "type": "int", "literal": "3", "json": 3},
     )
-    assert fixture(observation) == {
+    assert fixture(observation, module_scope(MODULE)) == {
         "receiver": {"$python": "Box(1)"},
         "args": [2],
         "kwargs": {},
@@ -338,7 +339,7 @@ def test_fixture_of_a_method_call_names_the_receiver() -> None:
             },
         }
     )
-    assert fixture(truncated) == {
+    assert fixture(truncated, module_scope(MODULE)) == {
         "args": [2],
         "kwargs": {},
         "returns": {"$python": "[(0, 1)]"},

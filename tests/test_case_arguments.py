@@ -7,14 +7,12 @@ import ast
 import pytest
 
 from remora.tools.capabilities._arguments import (
-    HELPER_MODULES,
     MAX_CASE_CHARS,
-    SAFE_BUILTINS,
     Case,
     CaseError,
-    allowed_names,
     check_expression,
     free_names,
+    module_scope,
     parse_case,
     public_names,
 )
@@ -53,7 +51,7 @@ class _Private:
     pass
 '''
 
-ALLOWED = allowed_names(public_names(MODULE))
+ALLOWED = module_scope(MODULE)
 
 
 @pytest.mark.parametrize(
@@ -67,7 +65,7 @@ ALLOWED = allowed_names(public_names(MODULE))
         ("{k:v for k, v in zip('ab', [1, 2])}", ("{k: v for k, v in zip('ab', [1, 2])}",)),
         ("operator.add, 1, 2", ("operator.add", "1", "2")),
         ("len, sorted([3,1])", ("len", "sorted([3, 1])")),
-        ("Point(1, 2), LIMIT, to_json", ("Point(1, 2)", "LIMIT", "to_json")),
+        ("Point(1, 2), LIMIT, scale", ("Point(1, 2)", "LIMIT", "scale")),
         ("  (1,2)  ", ("(1, 2)",)),
     ],
 )
@@ -95,8 +93,10 @@ def test_text_and_call_write_the_argument_list_back() -> None:
 
 def test_names_are_the_free_names_only() -> None:
     """``names()`` lists what a generated test must import; lambda and loop variables are not."""
-    case = parse_case("lambda x: scale(x), [i for i in range(LIMIT)], key=operator.add", ALLOWED)
-    assert case.names() == {"scale", "range", "LIMIT", "operator"}
+    case = parse_case(
+        "lambda x: Point(x, 1), [i for i in range(3)], LIMIT, key=operator.add", ALLOWED
+    )
+    assert case.names() == {"Point", "range", "LIMIT", "operator"}
     assert parse_case("1, 'x', [2]", ALLOWED).names() == set()
     assert parse_case("lambda a, *rest, b=1, **kw: (a, rest, b, kw)", ALLOWED).names() == set()
 
@@ -125,12 +125,16 @@ def test_public_names_cover_definitions_assignments_and_imports() -> None:
     assert all(not name.startswith("_") for name in names)
 
 
-def test_allowed_names_combine_builtins_helpers_and_module_names() -> None:
-    """What a case may name: the safe builtins, the helper modules and the module's names."""
-    allowed = allowed_names(["scale"])
-    assert {"len", "sorted", "operator", "itertools", "scale"} <= allowed
-    assert allowed >= SAFE_BUILTINS | HELPER_MODULES
-    assert not {"open", "eval", "exec", "__import__", "getattr", "compile"} & allowed
+def test_module_scope_sorts_the_module_names_by_what_a_case_may_do_with_them() -> None:
+    """Classes may be called, functions and constants only passed, and imported names (a
+    module, ``to_json``) not used at all: a case names only what the module itself defines."""
+    assert ALLOWED.classes == {"Point"}
+    assert {"scale", "fetch", "LIMIT", "ratio", "first", "second"} <= ALLOWED.defined
+    assert {"os", "col", "to_json", "loads"} <= ALLOWED.imported
+    assert not {"_helper", "_Private", "_hidden"} & (ALLOWED.classes | ALLOWED.defined)
+    for text in ("open", "eval", "getattr", "to_json", "os", "col"):
+        with pytest.raises(CaseError):
+            parse_case(text, ALLOWED)
 
 
 @pytest.mark.parametrize(

@@ -1,56 +1,123 @@
-"""Argument lists as Python source: what a candidate or a model's proposal may contain.
+"""Argument lists and expected values as Python source the host can prove is data.
 
-A *case* is the text between the parentheses of a call, ``2, [1, 2, 3], key=len``. Cases are
-evaluated in the sandbox and written verbatim into generated tests, so they are kept to
-expressions a reader would write in a test: literals, containers, arithmetic, lambdas,
-comprehensions, and calls of safe builtins, of the target module's public names and of a
-few standard modules (``operator.add``). Anything else (``open``, dunder attributes,
-``import``, f-strings, starred arguments) is refused with a reason a small model can act on.
+A *case* is the text between the parentheses of a call, ``2, [1, 2, 3], key=len``. Cases run
+in the sandbox, but they are then written into generated tests and fixtures, which run on the
+user's machine with no sandbox; so the host accepts only what it can see is data, resolved
+from the module's source (never by importing it): literals and containers, arithmetic and
+comparisons on them, comprehensions and lambdas computing data from their own variables,
+references to safe builtins, a project's own functions and constants and a few pure standard
+functions (``operator.add``), and calls of data constructors: builtins such as ``frozenset``,
+:data:`STDLIB_CONSTRUCTORS` such as ``datetime.date``, and classes the module defines.
+Names the module merely imports, other attribute chains, subscripts of names, dunder names
+and dunder strings are refused with a reason a small model can act on. Values the observation
+child reports back (a repr taken for an expected value, an exception's class) are re-checked
+here before they are written: the child runs project code, which can forge them.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
-from dataclasses import dataclass
+import builtins
+import keyword
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from types import MappingProxyType
 
 from remora import pyast
 
 MAX_CASE_CHARS = 400
+MAX_VALUE_CHARS = 2000
 MAX_REPEAT = 10_000
-HELPER_MODULES = frozenset({"operator", "itertools", "functools", "math"})
-SAFE_BUILTINS = frozenset(
+DATA_BUILTINS = frozenset(
     {
-        "abs", "all", "any", "bool", "bytes", "bytearray", "callable", "chr", "complex",
-        "dict", "divmod", "enumerate", "filter", "float", "frozenset", "hash", "hex", "int",
-        "isinstance", "iter", "len", "list", "map", "max", "min", "next", "object", "oct",
-        "ord", "pow", "range", "repr", "reversed", "round", "set", "slice", "sorted", "str",
-        "sum", "tuple", "type", "zip",
+        "bool", "bytearray", "bytes", "complex", "dict", "float", "frozenset", "int", "list",
+        "range", "set", "slice", "str", "tuple",
     }
 )  # fmt: skip
+SAFE_BUILTINS = DATA_BUILTINS | frozenset(
+    {
+        "abs", "all", "any", "callable", "chr", "divmod", "enumerate", "filter", "hex",
+        "isinstance", "iter", "len", "map", "max", "min", "next", "object", "oct", "ord",
+        "repr", "reversed", "round", "sorted", "sum", "zip",
+    }
+)  # fmt: skip
+STDLIB_CONSTRUCTORS = frozenset(
+    {
+        "datetime.date", "datetime.datetime", "datetime.time", "datetime.timedelta",
+        "datetime.timezone", "decimal.Decimal", "fractions.Fraction", "collections.Counter",
+        "collections.OrderedDict", "collections.deque",
+    }
+)  # fmt: skip
+_OPERATOR = (
+    "add sub mul truediv floordiv mod neg pos abs not_ truth eq ne lt le gt ge and_ or_ xor "
+    "invert concat contains is_ is_not lshift rshift"
+)
+_MATH = (
+    "pi e tau inf nan sqrt floor ceil fabs exp log log2 log10 sin cos tan isclose isfinite "
+    "isinf isnan gcd hypot trunc"
+)
+STDLIB_VALUES = frozenset(
+    {"datetime.timezone.utc"}
+    | {f"operator.{name}" for name in _OPERATOR.split()}
+    | {f"math.{name}" for name in _MATH.split()}
+)
+HELPER_MODULES = frozenset(name.split(".")[0] for name in STDLIB_CONSTRUCTORS | STDLIB_VALUES)
+_SIZED = frozenset({"range", "bytes", "bytearray"})
+_DUNDER = re.compile(r"__\w+__")
+_EXCEPTIONS = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+)
 _PLAIN_NODES = (
     ast.Constant,
     ast.List,
     ast.Tuple,
     ast.Set,
+    ast.Dict,
     ast.UnaryOp,
-    ast.BinOp,
     ast.BoolOp,
     ast.Compare,
     ast.IfExp,
-    ast.Subscript,
     ast.Slice,
     ast.Load,
     ast.operator,
     ast.unaryop,
     ast.boolop,
     ast.cmpop,
-    ast.keyword,
 )
+_STANDARD = (
+    "use literals, lambdas, builtins such as len or str, datetime.date(...), decimal.Decimal(...)"
+    ", or classes defined in the module"
+)
+_TOO_DEEP = "the expression is nested too deeply; use simpler values"
 
 
 class CaseError(ValueError):
     """A case that cannot be run or written into a test; the message says why."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a case may name in one module, resolved from its source.
+
+    ``classes`` (bound once, by a top-level ``class``) may be called and have a member read
+    (``Color.RED``); ``defined`` names (functions, constants) may be passed but not called;
+    ``aliases`` are names bound once by ``from datetime import date``-style imports of the
+    standard allowlist; ``imported`` names are refused. ``bound`` is every name the module
+    binds (a builtin it rebinds is its own name, not the builtin) and ``shadowed`` those not
+    bound by ``import name`` (a ``datetime`` that is not the module makes ``datetime.date``
+    mean something else, so it is refused).
+    """
+
+    classes: frozenset[str] = frozenset()
+    defined: frozenset[str] = frozenset()
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    imported: frozenset[str] = frozenset()
+    bound: frozenset[str] = frozenset()
+    shadowed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -77,7 +144,7 @@ class Case:
 
 
 def public_names(source: str) -> frozenset[str]:
-    """Public names a module defines or imports at top level: what a case may reference."""
+    """Public names a module defines or imports at top level (what a test may import)."""
     names: set[str] = set()
     for node in pyast.parse(source).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -90,101 +157,356 @@ def public_names(source: str) -> frozenset[str]:
     return frozenset(name for name in names if not name.startswith("_"))
 
 
-def allowed_names(module: Iterable[str]) -> frozenset[str]:
-    """What a case may name: safe builtins, helper modules and the module's public names."""
-    return SAFE_BUILTINS | HELPER_MODULES | frozenset(module)
+@lru_cache(maxsize=64)
+def module_scope(source: str) -> Scope:
+    """The :class:`Scope` of a module's source: every binding at module level is counted, so a
+    class or an import rebound elsewhere (``Point = os.system``) is not trusted as one."""
+    kinds: dict[str, list[str]] = {}
+    for node in _module_level(pyast.parse(source)):
+        for name, kind in _bindings(node):
+            kinds.setdefault(name, []).append(kind)
+    classes: set[str] = set()
+    defined: set[str] = set()
+    imported: set[str] = set()
+    aliases: dict[str, str] = {}
+    for name, found in kinds.items():
+        if name.startswith("_"):
+            continue
+        dotted = found[0].removeprefix("from:")
+        if found == ["class"]:
+            classes.add(name)
+        elif len(found) == 1 and dotted in STDLIB_CONSTRUCTORS | STDLIB_VALUES:
+            aliases[name] = dotted
+        elif all(kind in ("class", "def", "assign") for kind in found):
+            defined.add(name)
+        else:
+            imported.add(name)
+    shadowed = {
+        name for name, found in kinds.items() if any(kind != f"module:{name}" for kind in found)
+    }
+    return Scope(
+        frozenset(classes),
+        frozenset(defined),
+        MappingProxyType(aliases),
+        frozenset(imported),
+        frozenset(kinds),
+        frozenset(shadowed),
+    )
 
 
-def parse_case(text: str, allowed: frozenset[str]) -> Case:
-    """``text`` (``1, [2], key=len``) as a :class:`Case`, or CaseError saying what is wrong."""
+def _module_level(tree: ast.Module) -> Iterator[ast.AST]:
+    """Nodes that run in the module's namespace: function and class bodies are not entered."""
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stack += [*node.decorator_list, *getattr(node, "bases", [])]
+        elif not isinstance(node, ast.Lambda):
+            stack += ast.iter_child_nodes(node)
+
+
+def _bindings(node: ast.AST) -> Iterator[tuple[str, str]]:
+    """(name, how it is bound) for the names ``node`` binds in the module namespace."""
+    if isinstance(node, ast.ClassDef):
+        yield node.name, "class"
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        yield node.name, "def"
+    elif isinstance(node, ast.Import):
+        for alias in node.names:
+            root = alias.name.split(".")[0]
+            plain = alias.asname is None or alias.asname == alias.name
+            yield (alias.asname or root), f"module:{root}" if plain else "import"
+    elif isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            origin = f"from:{node.module}.{alias.name}" if node.level == 0 else "import"
+            yield (alias.asname or alias.name), origin
+    elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+        yield node.id, "assign"
+    elif isinstance(node, ast.Global | ast.Nonlocal):
+        yield from ((name, "assign") for name in node.names)
+
+
+def parse_case(text: str, scope: Scope) -> Case:
+    """``text`` (``1, [2], key=len``) as a :class:`Case`, or CaseError saying what is wrong.
+
+    The case's text is re-emitted from the checked syntax tree (``ast.unparse``), so what is
+    run and written is exactly what was checked.
+    """
     if not isinstance(text, str) or not text.strip():
         raise CaseError("the case is empty; write the arguments, e.g. 2, [1, 2, 3]")
     if len(text) > MAX_CASE_CHARS:
         raise CaseError(f"the case is longer than {MAX_CASE_CHARS} characters; use smaller values")
     try:
         call = pyast.parse(f"f({text.strip()})", mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise CaseError(
             f"{text.strip()!r} is not a Python argument list; write e.g. 2, 'a', items=[1]"
         ) from None
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise CaseError(f"{text.strip()!r} is not a Python argument list")
-    if any(k.arg is None for k in call.keywords):
-        raise CaseError("'**' unpacking is not allowed; write each keyword argument")
-    for node in [*call.args, *(k.value for k in call.keywords)]:
-        check_expression(node, allowed)
-    return Case(
-        tuple(ast.unparse(node) for node in call.args),
-        tuple((str(k.arg), ast.unparse(k.value)) for k in call.keywords),
-    )
+    _check_keywords(call.keywords)
+    try:
+        for node in [*call.args, *(k.value for k in call.keywords)]:
+            check_expression(node, scope)
+        return Case(
+            tuple(ast.unparse(node) for node in call.args),
+            tuple((str(k.arg), ast.unparse(k.value)) for k in call.keywords),
+        )
+    except RecursionError:
+        raise CaseError(_TOO_DEEP) from None
 
 
-def check_expression(
-    node: ast.AST, allowed: frozenset[str], bound: frozenset[str] = frozenset()
-) -> None:
-    """CaseError unless every part of ``node`` is one a test may contain."""
+def check_value(text: str, scope: Scope, limit: int = MAX_VALUE_CHARS) -> str:
+    """``text`` (an expected value, a receiver) re-emitted from its checked syntax tree, or
+    CaseError: the same rules as a case's arguments."""
+    if not isinstance(text, str) or not text.strip():
+        raise CaseError("the value is empty")
+    if len(text) > limit:
+        raise CaseError(f"the value is longer than {limit} characters")
+    try:
+        node = pyast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        raise CaseError(f"{text.strip()[:80]!r} is not a Python expression") from None
+    try:
+        check_expression(node, scope)
+        return ast.unparse(node)
+    except RecursionError:
+        raise CaseError(_TOO_DEEP) from None
+
+
+def exception_name(text: object, scope: Scope) -> str:
+    """``text`` when it names an exception class a test may write in ``pytest.raises``: a
+    builtin exception, or a class the module defines or imports, by plain name."""
+    if (
+        not isinstance(text, str)
+        or not text.isidentifier()
+        or keyword.iskeyword(text)
+        or text.startswith("_")
+    ):
+        raise CaseError(f"{str(text)[:80]!r} is not a plain exception class name")
+    if text in _EXCEPTIONS and text not in scope.bound:
+        return text
+    if text in scope.classes | scope.defined | scope.imported:
+        return text
+    raise CaseError(f"{text!r} is neither a builtin exception nor a name of the module")
+
+
+def check_expression(node: ast.AST, scope: Scope, bound: frozenset[str] = frozenset()) -> None:
+    """CaseError unless every part of ``node`` is data a test may contain (see the module)."""
     if isinstance(node, ast.Starred):
         raise CaseError("'*' unpacking is not allowed; write each argument")
-    if isinstance(node, ast.Name):
-        if node.id not in allowed and node.id not in bound:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str) and _DUNDER.search(node.value):
             raise CaseError(
-                f"the name '{node.id}' is not available; use literals, lambdas, builtins "
-                "such as len or str, or names defined in the module"
+                f"the string {node.value[:40]!r} contains a special (dunder) name; "
+                "use ordinary text"
             )
         return
+    if isinstance(node, ast.Name):
+        _check_name(node.id, scope, bound, called=False)
+        return
     if isinstance(node, ast.Attribute):
-        if node.attr.startswith("_"):
-            raise CaseError(f"the attribute '{node.attr}' is private")
-        check_expression(node.value, allowed, bound)
+        _check_dotted(node, scope, bound, called=False)
+        return
+    if isinstance(node, ast.Call):
+        _check_call(node, scope, bound)
         return
     if isinstance(node, ast.Lambda):
-        params = node.args
-        names = [a.arg for a in [*params.posonlyargs, *params.args, *params.kwonlyargs]]
-        names += [a.arg for a in (params.vararg, params.kwarg) if a is not None]
-        for default in [*params.defaults, *(d for d in params.kw_defaults if d is not None)]:
-            check_expression(default, allowed, bound)
-        check_expression(node.body, allowed, bound | frozenset(names))
+        _check_lambda(node, scope, bound)
         return
     if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
-        inner = bound
-        for generator in node.generators:
-            check_expression(generator.iter, allowed, inner)
-            targets = [generator.target]
-            if isinstance(generator.target, ast.Tuple):
-                targets = list(generator.target.elts)
-            if not all(isinstance(t, ast.Name) for t in targets):
-                raise CaseError("comprehension targets must be plain names")
-            inner = inner | frozenset(t.id for t in targets if isinstance(t, ast.Name))
-            for condition in generator.ifs:
-                check_expression(condition, allowed, inner)
-        parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-        for part in parts:
-            check_expression(part, allowed, inner)
+        _check_comprehension(node, scope, bound)
         return
-    if isinstance(node, ast.Dict):
-        if any(key is None for key in node.keys):
-            raise CaseError("'**' unpacking is not allowed in a dict; write each key")
-    elif isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name | ast.Attribute):
-            raise CaseError("only named functions can be called in a case")
-        if any(k.arg is None for k in node.keywords):
-            raise CaseError("'**' unpacking is not allowed; write each keyword argument")
-    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow | ast.LShift | ast.Mult):
+    if isinstance(node, ast.Subscript):
+        owner = node.value
+        if not (
+            isinstance(owner, ast.List | ast.Tuple | ast.Dict | ast.Constant)
+            or (isinstance(owner, ast.Name) and owner.id in bound)
+        ):
+            raise CaseError(
+                "only a literal or a lambda's own parameter can be subscripted in a case"
+            )
+    elif isinstance(node, ast.Dict) and any(key is None for key in node.keys):
+        raise CaseError("'**' unpacking is not allowed in a dict; write each key")
+    elif isinstance(node, ast.BinOp):
         _check_size(node)
     elif not isinstance(node, _PLAIN_NODES):
         raise CaseError(f"{type(node).__name__} expressions are not allowed in a case")
     for child in ast.iter_child_nodes(node):
-        check_expression(child, allowed, bound)
+        check_expression(child, scope, bound)
+
+
+def _check_name(name: str, scope: Scope, bound: frozenset[str], *, called: bool) -> None:
+    if _DUNDER.fullmatch(name):
+        raise CaseError(f"the special name '{name}' is not allowed")
+    if name in bound:
+        if called:
+            raise CaseError(
+                f"'{name}(...)' calls a parameter; a lambda may only compute data from them"
+            )
+        return
+    if (name in SAFE_BUILTINS and name not in scope.bound) or name in scope.classes:
+        return
+    if name in scope.aliases:
+        if called and scope.aliases[name] not in STDLIB_CONSTRUCTORS:
+            raise CaseError(f"'{name}' can be passed but not called in a case")
+        return
+    if name in scope.defined:
+        if called:
+            raise CaseError(
+                f"only classes can be called in a case; pass '{name}' without calling it"
+            )
+        return
+    if name in scope.imported:
+        raise CaseError(
+            f"the name '{name}' is imported by the module, not defined in it; " + _STANDARD
+        )
+    raise CaseError(f"the name '{name}' is not available; " + _STANDARD)
+
+
+def _check_dotted(
+    node: ast.Attribute, scope: Scope, bound: frozenset[str], *, called: bool
+) -> None:
+    """``datetime.date``, ``operator.add`` or ``Class.member``, and nothing deeper."""
+    if node.attr.startswith("_"):
+        raise CaseError(f"the attribute '{node.attr}' is private")
+    parts = [node.attr]
+    owner: ast.expr = node.value
+    while isinstance(owner, ast.Attribute):
+        parts.append(owner.attr)
+        owner = owner.value
+    if not isinstance(owner, ast.Name):
+        raise CaseError(
+            f"the attribute '{node.attr}' is read from an expression; attributes can only be "
+            "read from datetime, decimal, fractions, collections, operator, math or a class "
+            "the module defines"
+        )
+    root = owner.id
+    text = ".".join([root, *reversed(parts)])
+    if root in bound:
+        raise CaseError(
+            f"'{text}' reads an attribute of a parameter; a lambda may only compute data"
+        )
+    if root in scope.classes and len(parts) == 1:
+        return
+    if text in STDLIB_CONSTRUCTORS or text in STDLIB_VALUES:
+        if root in scope.shadowed:
+            raise CaseError(f"'{root}' is something else in the module, so '{text}' is not allowed")
+        if called and text not in STDLIB_CONSTRUCTORS:
+            raise CaseError(f"'{text}' can be passed but not called in a case")
+        return
+    raise CaseError(
+        f"'{text}' is not allowed: a case may name only datetime.date/datetime/time/timedelta, "
+        "decimal.Decimal, fractions.Fraction, collections.Counter/OrderedDict/deque, pure "
+        "operator and math functions, or Class.member of a class the module defines"
+    )
+
+
+def _check_call(node: ast.Call, scope: Scope, bound: frozenset[str]) -> None:
+    if isinstance(node.func, ast.Name):
+        _check_name(node.func.id, scope, bound, called=True)
+        if node.func.id in _SIZED and node.func.id not in bound:
+            _check_sized(node)
+    elif isinstance(node.func, ast.Attribute):
+        _check_dotted(node.func, scope, bound, called=True)
+    else:
+        raise CaseError("only named functions can be called in a case")
+    _check_keywords(node.keywords)
+    for argument in [*node.args, *(k.value for k in node.keywords)]:
+        check_expression(argument, scope, bound)
+
+
+def _check_keywords(keywords: list[ast.keyword]) -> None:
+    for item in keywords:
+        if item.arg is None:
+            raise CaseError("'**' unpacking is not allowed; write each keyword argument")
+        if _DUNDER.fullmatch(item.arg):
+            raise CaseError(f"the special keyword '{item.arg}' is not allowed")
+
+
+def _check_sized(node: ast.Call) -> None:
+    """``range``, ``bytes`` and ``bytearray`` take plain numbers no larger than MAX_REPEAT."""
+    for argument in node.args:
+        value = argument.operand if isinstance(argument, ast.UnaryOp) else argument
+        if isinstance(value, ast.Constant) and isinstance(value.value, int):
+            if abs(value.value) > MAX_REPEAT:
+                raise CaseError(f"{value.value} is too large for a test value; use smaller numbers")
+        elif isinstance(value, ast.BinOp | ast.Name | ast.Call):
+            raise CaseError(f"give {ast.unparse(node.func)}() plain numbers, e.g. range(3)")
+
+
+def _parameters(node: ast.Lambda) -> list[str]:
+    params = node.args
+    names = [a.arg for a in [*params.posonlyargs, *params.args, *params.kwonlyargs]]
+    return names + [a.arg for a in (params.vararg, params.kwarg) if a is not None]
+
+
+def _check_lambda(node: ast.Lambda, scope: Scope, bound: frozenset[str]) -> None:
+    """A lambda computes data from its own parameters; its defaults are checked outside it."""
+    names = _parameters(node)
+    if any(_DUNDER.fullmatch(name) for name in names):
+        raise CaseError("special (dunder) parameter names are not allowed")
+    params = node.args
+    for default in [*params.defaults, *(d for d in params.kw_defaults if d is not None)]:
+        check_expression(default, scope, bound)
+    check_expression(node.body, scope, bound | frozenset(names))
+
+
+def _check_comprehension(
+    node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+    scope: Scope,
+    bound: frozenset[str],
+) -> None:
+    """Each iterable is data, so every value the comprehension binds and builds is data."""
+    inner = bound
+    for generator in node.generators:
+        if generator.is_async:
+            raise CaseError("async comprehensions are not allowed in a case")
+        check_expression(generator.iter, scope, inner)
+        targets = [generator.target]
+        if isinstance(generator.target, ast.Tuple):
+            targets = list(generator.target.elts)
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if len(names) != len(targets) or any(_DUNDER.fullmatch(n) for n in names):
+            raise CaseError("comprehension targets must be plain names")
+        inner = inner | frozenset(names)
+        for condition in generator.ifs:
+            check_expression(condition, scope, inner)
+    parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+    for part in parts:
+        check_expression(part, scope, inner)
 
 
 def _check_size(node: ast.BinOp) -> None:
-    """Refuse ``'a' * 10**9`` and ``2 ** 10**6``: values too big to print in a test."""
-    for side in (node.left, node.right):
+    """Refuse ``'a' * 10**9``, ``2 ** 10**6`` and ``[0] * 10000 * 10000``: values too big to
+    print in a test."""
+    sides = (node.left, node.right)
+    if not isinstance(node.op, ast.Pow | ast.LShift | ast.Mult):
+        return
+    for side in sides:
         if isinstance(side, ast.Constant) and isinstance(side.value, int):
             if abs(side.value) > MAX_REPEAT:
                 raise CaseError(f"{side.value} is too large for a test value; use smaller numbers")
         elif isinstance(side, ast.BinOp) and isinstance(side.op, ast.Pow | ast.LShift):
             raise CaseError("nested powers are too large for a test value")
+    if not isinstance(node.op, ast.Mult):
+        return
+    for sequence, count in (sides, sides[::-1]):
+        if _is_sequence(sequence):
+            if isinstance(sequence, ast.BinOp):
+                raise CaseError("a repeated sequence cannot be repeated again; use one number")
+            if not (isinstance(count, ast.Constant) and isinstance(count.value, int)):
+                raise CaseError("repeat a sequence by a plain number, e.g. [0] * 3")
+
+
+def _is_sequence(node: ast.expr) -> bool:
+    """Whether ``node`` is a string, bytes, list or tuple (or a repetition of one)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str | bytes)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _is_sequence(node.left) or _is_sequence(node.right)
+    return isinstance(node, ast.List | ast.Tuple | ast.ListComp)
 
 
 def free_names(node: ast.AST, bound: frozenset[str] = frozenset()) -> set[str]:
@@ -193,8 +515,7 @@ def free_names(node: ast.AST, bound: frozenset[str] = frozenset()) -> set[str]:
         return set() if node.id in bound else {node.id}
     if isinstance(node, ast.Lambda):
         params = node.args
-        names = {a.arg for a in [*params.posonlyargs, *params.args, *params.kwonlyargs]}
-        names |= {a.arg for a in (params.vararg, params.kwarg) if a is not None}
+        names = set(_parameters(node))
         defaults = [*params.defaults, *(d for d in params.kw_defaults if d is not None)]
         inside = free_names(node.body, bound | names)
         return inside.union(*(free_names(default, bound) for default in defaults))

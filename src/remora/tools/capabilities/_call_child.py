@@ -194,7 +194,16 @@ class CaseTimeout(BaseException):
     callee does not swallow it)."""
 
 
-HELPER_MODULES = ("operator", "itertools", "functools", "math")
+HELPER_MODULES = (
+    "operator",
+    "itertools",
+    "functools",
+    "math",
+    "datetime",
+    "decimal",
+    "fractions",
+    "collections",
+)
 STDOUT_LIMIT = 2000
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 

@@ -1,9 +1,10 @@
 """Candidate argument sets for calling one function of an untyped project.
 
 A characterization agent runs these calls and records what it sees, and writes the ones worth
-keeping into a test verbatim, so every argument is Python source a test may contain (see
+keeping into a test, so every argument is Python source the host can prove is data (see
 :mod:`._arguments`): literals, and for parameters the function calls, small lambdas or
-builtins. The code analysed is only parsed, never imported. Sources, most trusted first:
+builtins; a candidate that is not (a call site passing ``os.environ``) is left out. The code
+analysed is only parsed, never imported. Sources, most trusted first:
 
 1. ``doctest``: ``>>> name(...)`` examples in the function's own docstring;
 2. ``call_site`` / ``test``: literal calls in other project files (tests labelled ``test``);
@@ -29,9 +30,10 @@ from remora import pyast
 from remora.tools.capabilities._arguments import (
     Case,
     CaseError,
-    allowed_names,
+    Scope,
     check_expression,
-    public_names,
+    module_scope,
+    parse_case,
 )
 from remora.tools.capabilities._pysource import find_definition
 from remora.tools.capabilities._testgen import is_test_file
@@ -91,7 +93,7 @@ def candidate_inputs(
 ) -> list[Candidate]:
     """Candidates for ``qualname`` in ``source``, most trusted first, deduplicated."""
     target = _find(source, qualname)
-    allowed = allowed_names(public_names(source))
+    allowed = module_scope(source)
     found: list[Candidate] = []
     seen: set[str] = set()
 
@@ -100,7 +102,7 @@ def candidate_inputs(
             if len(found) >= limit:
                 return False
             key = candidate.case.text
-            if key not in seen:
+            if key not in seen and _is_data(candidate, allowed):
                 seen.add(key)
                 found.append(candidate)
         return len(found) < limit
@@ -111,6 +113,18 @@ def candidate_inputs(
         return found
     add(_synthesized(target))
     return found
+
+
+def _is_data(candidate: Candidate, scope: Scope) -> bool:
+    """Whether the candidate passes the same check as a model's case (no dunder strings, no
+    oversized values), so every candidate can be written into a test."""
+    if not candidate.case.text:
+        return True
+    try:
+        parse_case(candidate.case.text, scope)
+    except CaseError:
+        return False
+    return True
 
 
 def callable_params(source: str, qualname: str) -> list[str]:
@@ -192,7 +206,7 @@ def _is_plain(value: Any) -> bool:
     return False
 
 
-def _argument(node: ast.expr, allowed: frozenset[str]) -> str | None:
+def _argument(node: ast.expr, allowed: Scope) -> str | None:
     """The argument as case source: a literal's canonical repr, or an allowed expression."""
     value = _literal(node)
     if value is not _MISSING:
@@ -207,7 +221,7 @@ def _argument(node: ast.expr, allowed: frozenset[str]) -> str | None:
 # --- 1 and 2: examples written by people -------------------------------------------------------
 
 
-def _doctests(target: _Target, allowed: frozenset[str]) -> Iterator[Candidate]:
+def _doctests(target: _Target, allowed: Scope) -> Iterator[Candidate]:
     """Calls in ``>>>`` examples (with ``...`` continuations) of the function's docstring."""
     doc = ast.get_docstring(target.func) or ""
     lines = doc.splitlines()
@@ -227,9 +241,7 @@ def _doctests(target: _Target, allowed: frozenset[str]) -> Iterator[Candidate]:
         yield from _literal_calls(tree, target, "doctest", allowed, in_own_module=True)
 
 
-def _call_sites(
-    target: _Target, project: Mapping[str, str], allowed: frozenset[str]
-) -> Iterator[Candidate]:
+def _call_sites(target: _Target, project: Mapping[str, str], allowed: Scope) -> Iterator[Candidate]:
     """Calls in the other files whose arguments a case may contain; files named like tests
     give source ``test``."""
     for path in sorted(project):
@@ -242,7 +254,7 @@ def _call_sites(
 
 
 def _literal_calls(
-    tree: ast.AST, target: _Target, source: str, allowed: frozenset[str], *, in_own_module: bool
+    tree: ast.AST, target: _Target, source: str, allowed: Scope, *, in_own_module: bool
 ) -> Iterator[Candidate]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not _calls_target(node.func, target, in_own_module):

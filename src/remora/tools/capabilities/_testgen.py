@@ -4,6 +4,10 @@ Every assertion is something that was observed, twice: equality with the value's
 where its ``repr`` evaluates back to an equal value, ``is None``/``is True``, ``list(...)``
 for iterators, ``isinstance`` for other objects, ``pytest.raises`` for exceptions, and
 ``capsys`` for what was printed. A test that wrote files runs in ``tmp_path``.
+
+The call and the literal are source the caller has already re-checked as data (see
+:mod:`.characterization`); an exception class that is not a plain name is refused here too,
+since it is written as code.
 """
 
 from __future__ import annotations
@@ -91,6 +95,8 @@ def _body(behaviour: Behaviour, module_names: frozenset[str]) -> tuple[list[str]
     """The test's statements, and whether it needs pytest and itertools."""
     call = behaviour.call
     if behaviour.raised is not None:
+        if not behaviour.raised.isidentifier():
+            raise ValueError(f"{behaviour.raised[:80]!r} is not an exception class name")
         match = ""
         message = behaviour.message or ""
         if (

@@ -22,7 +22,15 @@ from typing import Any
 
 from remora import pyast
 from remora.errors import ToolError
-from remora.tools.capabilities._arguments import parse_case
+from remora.tools.capabilities._arguments import (
+    MAX_CASE_CHARS,
+    Case,
+    CaseError,
+    Scope,
+    check_value,
+    exception_name,
+    parse_case,
+)
 from remora.tools.capabilities._coverage import (
     FunctionCoverage,
     file_entry,
@@ -102,11 +110,19 @@ def write_characterization_tests(
             f"no input gave a behaviour worth a test ({', '.join(problems)})",
             "propose other argument lists whose types fit the parameters",
         )
+    text, tests, notes = _render(target, kept)
+    if not tests:
+        reasons = "; ".join(f"{n['case']}: {n['reason']}" for n in notes[:3])
+        raise ToolError(
+            "TOOL_705",
+            f"no observed behaviour can be written as data: {reasons}",
+            "propose argument lists made of literals, builtins and the module's classes",
+        )
     test_path = _test_path(ctx, target)
-    text, names = _render(target, kept)
     write_text(ctx, test_path, text)
-    job.test_path, job.tests, job.verified = test_path, dict(zip(names, kept, strict=True)), None
-    return {"path": test_path, "tests": list(names), "behaviours": len(kept)}
+    job.test_path, job.tests, job.verified = test_path, tests, None
+    written: dict[str, Any] = {"path": test_path, "tests": list(tests), "behaviours": len(tests)}
+    return {**written, "left_out": notes} if notes else written
 
 
 def _test_path(ctx: CapabilityContext, target: Target) -> str:
@@ -118,34 +134,69 @@ def _test_path(ctx: CapabilityContext, target: Target) -> str:
     return chosen
 
 
-def _render(target: Target, kept: list[Observation]) -> tuple[str, tuple[str, ...]]:
+def _render(
+    target: Target, kept: list[Observation]
+) -> tuple[str, dict[str, Observation], list[dict[str, str]]]:
+    """The test file, the observation behind each test, and a note (case and reason) for each
+    case left out or whose expected value was not written."""
     module = module_names(target.path)[0]
     names = target.public | {target.qualname.split(".")[0]}
     callee = target.name if target.needs_receiver else target.qualname
-    behaviours = [_behaviour(o, callee, target) for o in kept]
+    scope = target.allowed
+    behaviours: list[Behaviour] = []
+    written: list[Observation] = []
+    notes: list[dict[str, str]] = []
+    for observation in kept:
+        try:
+            behaviour, note = _behaviour(observation, callee, scope)
+        except CaseError as exc:
+            notes.append({"case": observation.case[:80], "reason": f"left out: {exc}"})
+            continue
+        if note:
+            notes.append({"case": observation.case[:80], "reason": note})
+        behaviours.append(behaviour)
+        written.append(observation)
+    if not behaviours:
+        return "", {}, notes
     rendered = render_tests(module, target.qualname, behaviours, frozenset(names))
-    return rendered.text, rendered.names
+    return rendered.text, dict(zip(rendered.names, written, strict=True)), notes
 
 
-def _behaviour(observation: Observation, callee: str, target: Target) -> Behaviour:
-    used = parse_case(observation.case, target.allowed).names() if observation.case else set()
+def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Behaviour, str]:
+    """What the test pins, re-emitted by the host from what it can prove is data: the case,
+    the receiver, the expected value and the exception class are re-checked, since the child
+    that reported them ran project code (CaseError: the case cannot be written). The note
+    says why the expected value was left out (the test then checks the type), if it was."""
+    case = parse_case(observation.case, scope) if observation.case else Case(())
+    used = case.names()
+    owner = ""
     if observation.receiver:
-        used |= parse_case(observation.receiver, target.allowed).names()
+        receiver = check_value(observation.receiver, scope, MAX_CASE_CHARS)
+        used |= Case((receiver,)).names()
+        owner = f"{receiver}."
     returned = observation.returned or {}
     raised = observation.raised or {}
-    return Behaviour(
-        call=observation.call(callee),
+    exception = exception_name(raised.get("assert_type"), scope) if observation.raised else None
+    literal, note = returned.get("literal"), ""
+    if literal is not None and exception is None:
+        try:
+            literal = check_value(str(literal), scope)
+        except CaseError as exc:
+            literal, note = None, f"the expected value was not written: {exc}"
+    behaviour = Behaviour(
+        call=f"{owner}{callee}({case.text})",
         names=frozenset(used),
-        raised=raised.get("assert_type") if observation.raised else None,
+        raised=exception,
         message=raised.get("message"),
         kind=returned.get("kind", "value"),
-        literal=returned.get("literal"),
+        literal=literal,
         type_name=returned.get("type", ""),
         truncated=bool(returned.get("items_truncated")),
         stdout=observation.stdout,
         wrote_files=observation.wrote_files,
         raised_while_iterating=observation.stage == "iterate",
     )
+    return behaviour, note
 
 
 @capability
@@ -166,10 +217,9 @@ def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str)
         dropped.update(failing)
         survivors = [o for name, o in job.tests.items() if name not in failing]
         outcomes = {}
-        if survivors:
-            text, names = _render(target, survivors)
+        text, job.tests, _ = _render(target, survivors)
+        if job.tests:
             write_text(ctx, job.test_path, text)
-            job.tests = dict(zip(names, survivors, strict=True))
             outcomes, coverage = _measure(ctx, target, job.test_path, runs=1)
             dropped.update({name: why for name, why in outcomes.items() if why})
     report = _report(job.test_path, outcomes, dropped, coverage)
@@ -285,7 +335,7 @@ def _measure(
     """Per-test failure reason ('' when it passed every run) and the first run's coverage."""
     reasons: dict[str, str] = {}
     coverage: FunctionCoverage | None = None
-    with project_sandbox(ctx.store, ctx.config) as box:
+    with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
         for run in range(runs):
             data, junit = box.exchange / f"coverage-{run}", box.exchange / f"junit-{run}.xml"
             pytest_args = ["-p", "no:cacheprovider", f"--junitxml={junit}", "-q"]

@@ -5,7 +5,10 @@ Each fixture is one argument list that called the function without an argument e
 ``yaml`` libraries to ``fixtures/<module path>/<qualname>.<ext>``. A value that is not data
 (a callable, a tuple, a set, an object) is written as ``{"$python": "<expression>"}``: an
 expression to evaluate with the module's public names in scope; a result that has no such
-expression is left out, with the reason.
+expression is left out, with the reason. Whoever loads the file evaluates those expressions on
+their own machine, so each is re-emitted by the host from what it can prove is data (see
+:mod:`._arguments`), never copied from the sandbox's report; data that merely looks like a
+marker (a dict with a ``"$python"`` key) is written as an expression too.
 
 Codes: TOOL_104 an unknown format, TOOL_705 nothing observed yet or no usable fixture.
 """
@@ -21,6 +24,14 @@ import yaml
 
 from remora import pyast
 from remora.errors import ToolError
+from remora.tools.capabilities._arguments import (
+    MAX_CASE_CHARS,
+    Case,
+    CaseError,
+    Scope,
+    check_value,
+    parse_case,
+)
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import write_text
 from remora.tools.capabilities.inputs import Observation, draft, load_target, observe_cases
@@ -60,12 +71,26 @@ def write_fixtures(
             f"no fixture called {qualname} without an argument error ({', '.join(problems)})",
             "propose fixtures whose values fit the parameters, then validate them",
         )
+    entries: list[dict[str, Any]] = []
+    left_out: list[dict[str, str]] = []
+    for observation in usable:
+        try:
+            entries.append(fixture(observation, target.allowed))
+        except CaseError as exc:
+            left_out.append({"case": observation.case[:80], "reason": f"left out: {exc}"})
+    if not entries:
+        reasons = "; ".join(f"{n['case']}: {n['reason']}" for n in left_out[:3])
+        raise ToolError(
+            "TOOL_705",
+            f"no fixture of {qualname} can be written as data: {reasons}",
+            "propose argument lists made of literals, builtins and the module's classes",
+        )
     module = module_names(target.path)[0]
     data = {
         "function": f"{module}.{qualname}",
         "generated_by": "remora sample_data",
         "note": _NOTE,
-        "fixtures": [fixture(o) for o in usable],
+        "fixtures": entries,
     }
     text = (
         json.dumps(data, indent=2, ensure_ascii=False) + "\n"
@@ -80,11 +105,13 @@ def write_fixtures(
     omitted = [f for f in data["fixtures"] if "returns_omitted" in f]
     job.fixture_report = {
         "path": out,
-        "fixtures": len(usable),
+        "fixtures": len(entries),
         "raising": sum(1 for f in data["fixtures"] if "raises" in f),
         "results_omitted": len(omitted),
         "format": kind,
     }
+    if left_out:
+        job.fixture_report["left_out"] = left_out
     return job.fixture_report
 
 
@@ -126,15 +153,20 @@ def _usable(observations: list[Observation]) -> list[Observation]:
     return usable[:MAX_FIXTURES]
 
 
-def fixture(observation: Observation) -> dict[str, Any]:
-    """One fixture: arguments as data (or ``$python``), then the observed outcome."""
-    call = pyast.parse(f"f({observation.case})", mode="eval").body
-    assert isinstance(call, ast.Call)
+def fixture(observation: Observation, scope: Scope) -> dict[str, Any]:
+    """One fixture: arguments as data (or ``$python``), then the observed outcome.
+
+    The arguments and the receiver are re-checked (CaseError: the call cannot be written),
+    and a ``$python`` result is re-emitted from the host's own check of it, since the child
+    that reported it ran project code; a result that is not data is omitted with the reason.
+    """
+    case = parse_case(observation.case, scope) if observation.case.strip() else Case(())
     entry: dict[str, Any] = {}
     if observation.receiver:
-        entry["receiver"] = {PYTHON_MARKER: observation.receiver}
-    entry["args"] = [as_data(node) for node in call.args]
-    entry["kwargs"] = {str(k.arg): as_data(k.value) for k in call.keywords}
+        receiver = check_value(observation.receiver, scope, MAX_CASE_CHARS)
+        entry["receiver"] = {PYTHON_MARKER: receiver}
+    entry["args"] = [as_data(_expression(text)) for text in case.args]
+    entry["kwargs"] = {name: as_data(_expression(text)) for name, text in case.kwargs}
     if observation.raised is not None:
         entry["raises"] = {
             "type": observation.raised["type"],
@@ -142,10 +174,15 @@ def fixture(observation: Observation) -> dict[str, Any]:
         }
     else:
         returned = observation.returned or {}
-        if "json" in returned:
+        literal = returned.get("literal")
+        if "json" in returned and not _has_marker(returned["json"]):
             entry["returns"] = returned["json"]
-        elif returned.get("literal") is not None:
-            entry["returns"] = {PYTHON_MARKER: returned["literal"]}
+        elif "json" in returned or literal is not None:
+            source = str(literal) if literal is not None else repr(returned["json"])
+            try:
+                entry["returns"] = {PYTHON_MARKER: check_value(source, scope)}
+            except CaseError as exc:
+                entry["returns_omitted"] = f"the result is not written: {exc}"
         else:
             entry["returns_omitted"] = (
                 f"a {returned.get('type', 'value')} cannot be written as data or as an "
@@ -160,14 +197,36 @@ def fixture(observation: Observation) -> dict[str, Any]:
     return entry
 
 
+def _expression(text: str) -> ast.expr:
+    return pyast.parse(text, mode="eval").body
+
+
 def as_data(node: ast.expr) -> Any:
-    """The argument as JSON data when it is exactly that, else ``{"$python": source}``."""
+    """The argument as JSON data when it is exactly that, else ``{"$python": source}``: a
+    dict holding the marker key would be read back as an expression, so it is one."""
     try:
         value = ast.literal_eval(node)
         same = json.loads(json.dumps(value, allow_nan=False)) == value and _plain_types(value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         same = False
-    return value if same else {PYTHON_MARKER: ast.unparse(node)}
+    if same and not _has_marker(value):
+        return value
+    return {PYTHON_MARKER: ast.unparse(node)}
+
+
+def _has_marker(value: Any) -> bool:
+    """Whether a dict anywhere in ``value`` has the ``$python`` key (iteratively: the value
+    came from the child, nested as deep as it likes)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if PYTHON_MARKER in item:
+                return True
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+    return False
 
 
 def _plain_types(value: Any) -> bool:

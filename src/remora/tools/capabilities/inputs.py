@@ -29,7 +29,8 @@ from remora.errors import ToolError
 from remora.tools.capabilities._arguments import (
     Case,
     CaseError,
-    allowed_names,
+    Scope,
+    module_scope,
     parse_case,
     public_names,
 )
@@ -152,9 +153,9 @@ class Target:
         return self.qualname.rsplit(".", 1)[0]
 
     @property
-    def allowed(self) -> frozenset[str]:
-        """What a case may name (see :func:`._arguments.allowed_names`)."""
-        return allowed_names(self.public)
+    def allowed(self) -> Scope:
+        """What a case may name, resolved from the source (see :class:`._arguments.Scope`)."""
+        return module_scope(self.source)
 
 
 def load_target(ctx: CapabilityContext, path: str, qualname: str) -> Target:
@@ -393,7 +394,7 @@ def run_cases(
         {"id": index, "args": list(case.args), "kwargs": list(case.kwargs), "receiver": receiver}
         for index, (case, _, receiver) in enumerate(planned)
     ]
-    with project_sandbox(ctx.store, ctx.config) as box:
+    with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
         first = _run_all(ctx, box, target, cases, [span.first, span.last], seed="1")
         again = [c for c in cases if "returned" in first.get(c["id"], {})]
         again += [c for c in cases if "raised" in first.get(c["id"], {})]
