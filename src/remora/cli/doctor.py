@@ -46,10 +46,11 @@ def doctor_command(
     """
     from remora.model.factory import describe_backend
     from remora.model.llama_cpp import lane_choice, thread_choice
-    from remora.tools.isolation import isolation_status
+    from remora.tools.isolation import confinement, isolation_status
 
     config = load_config(target).config
     status = isolation_status(config.tools.isolation)
+    confines, leaves = confinement(status.level)
     threads, why = thread_choice(config.model.threads)
     lanes, lanes_why = lane_choice(config.model.lanes, threads)
     report: dict[str, Any] = {
@@ -60,6 +61,8 @@ def doctor_command(
             "mechanisms": {
                 m.name: {"available": m.available, "detail": m.detail} for m in status.mechanisms
             },
+            "confines": confines,
+            "does_not_confine": leaves,
         },
         "model": {
             "backend": describe_backend(config.model),
@@ -91,6 +94,9 @@ def doctor_command(
         for mechanism in status.mechanisms:
             state = "[green]available[/]" if mechanism.available else "[red]unavailable[/]"
             table.add_row(f"  {shown(mechanism.name)}", state, shown(mechanism.detail))
+        if status.level is not None:
+            table.add_row("  confines", "", shown(confines))
+            table.add_row("  does not", "", shown(leaves))
         if config.model.backend == "llama_cpp":
             table.add_row("model threads", str(threads), shown(why))
             table.add_row("model lanes", str(lanes), shown(lanes_why))

@@ -15,6 +15,8 @@ cost more start-up time than the rest of the launcher)::
      "drop_capabilities": true,      # the command runs with no capability at all
      "remove": ["/abs/path", ...],   # bubblewrap: files the workspace deleted
      "landlock": {"read": [...], "write": [...], "allow_network": false} | null,
+                                     # without the network, a seccomp filter refuses
+                                     # every socket but TCP (denied by Landlock ABI 4+)
      "supervise": true | false,      # no pid namespace: reap, count and kill descendants
      "report": "/abs/path"}          # what the launcher observed (limits hit), marshalled
 
@@ -55,6 +57,22 @@ _FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1, 2
 _SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1, 2
 _FILE_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
+
+
+# seccomp (linux/seccomp.h, linux/filter.h, linux/audit.h): for the Landlock level, which
+# has no network namespace. struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 * i
+# (their low 32 bits, little-endian).
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_EACCES, _ENOSYS = 13, 38
+_BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_AND_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x54, 0x06
+_X32_BIT = 0x40000000
+_AF_INET, _AF_INET6, _SOCK_STREAM, _SOCK_TYPE_MASK = 2, 10, 1, 0xF
+_SECCOMP_ARCHES = {
+    # machine: (AUDIT_ARCH_*, socket, io_uring_setup, whether x32 numbers must be refused)
+    "x86_64": (0xC000003E, 41, 425, True),
+    "aarch64": (0xC00000B7, 198, 425, False),
+}
 
 
 class SetupError(Exception):
@@ -145,6 +163,76 @@ def _add_rule(libc: ctypes.CDLL, ruleset: int, path: str, rights: int) -> None:
             raise SetupError(f"landlock_add_rule({path}) failed: {os.strerror(ctypes.get_errno())}")
     finally:
         os.close(fd)
+
+
+def socket_filter(machine: str, allow_tcp: bool) -> list[tuple[int, int, int, int]]:
+    """A seccomp program refusing every socket but TCP (EACCES) and io_uring (ENOSYS).
+
+    Landlock confines files and (ABI 4+) TCP, not UDP or UNIX sockets: without this, code
+    under observation could send data out over UDP or connect to any pathname UNIX socket
+    on the host (a Docker or ssh-agent socket). ``socketpair`` stays allowed (a private
+    pair, used by asyncio). With ``allow_tcp`` false (Landlock before ABI 4, which cannot
+    deny TCP) no socket may be created at all. A foreign architecture's system calls and
+    x32 numbers are refused, so the filter cannot be sidestepped by another calling
+    convention. Each instruction is ``(code, jt, jf, k)``.
+    """
+    arch, socket_nr, io_uring_nr, refuse_x32 = _SECCOMP_ARCHES[machine]
+    refuse = (_BPF_RET_K, 0, 0, _RET_ERRNO | _EACCES)
+    allow = (_BPF_RET_K, 0, 0, _RET_ALLOW)
+    body: list[tuple[int, int, int, int]] = [
+        (_BPF_LD_W_ABS, 0, 0, 16),  # domain
+        (_BPF_JEQ_K, 2, 0, _AF_INET),
+        (_BPF_JEQ_K, 1, 0, _AF_INET6),
+        refuse,
+        (_BPF_LD_W_ABS, 0, 0, 24),  # type, without SOCK_NONBLOCK / SOCK_CLOEXEC
+        (_BPF_AND_K, 0, 0, _SOCK_TYPE_MASK),
+        (_BPF_JEQ_K, 0, 1, _SOCK_STREAM) if allow_tcp else (_BPF_JEQ_K, 0, 0, 0),
+        allow,
+        refuse,
+    ]
+    program: list[tuple[int, int, int, int]] = [
+        (_BPF_LD_W_ABS, 0, 0, 4),
+        (_BPF_JEQ_K, 1, 0, arch),
+        refuse,
+        (_BPF_LD_W_ABS, 0, 0, 0),
+    ]
+    if refuse_x32:
+        program += [(_BPF_JGE_K, 0, 1, _X32_BIT), refuse]
+    program += [
+        (_BPF_JEQ_K, 0, 1, io_uring_nr),
+        (_BPF_RET_K, 0, 0, _RET_ERRNO | _ENOSYS),
+        (_BPF_JEQ_K, 1, 0, socket_nr),
+        allow,
+        *body,
+    ]
+    return program
+
+
+def apply_socket_filter(allow_tcp: bool) -> None:
+    """Install :func:`socket_filter` on this process (no_new_privs must be set already)."""
+    import ctypes
+
+    machine = os.uname().machine
+    if machine not in _SECCOMP_ARCHES:
+        raise SetupError(f"no socket filter for {machine}: use bubblewrap or tools.isolation")
+    program = socket_filter(machine, allow_tcp)
+
+    class _Filter(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_uint16),
+            ("jt", ctypes.c_uint8),
+            ("jf", ctypes.c_uint8),
+            ("k", ctypes.c_uint32),
+        ]
+
+    class _Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter))]
+
+    filters = (_Filter * len(program))(*(_Filter(*op) for op in program))
+    prog = _Program(len(program), filters)
+    libc = _libc()
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise SetupError(f"cannot install the socket filter: {os.strerror(ctypes.get_errno())}")
 
 
 def drop_capabilities() -> None:
@@ -263,18 +351,109 @@ def _reap() -> None:
         _EXITED[pid] = status
 
 
+def pids_cgroup(limit: int) -> str | None:
+    """A new pids cgroup capped at ``limit`` tasks, for root, or None where none can be made.
+
+    RLIMIT_NPROC never binds root in the initial user namespace (the kernel exempts it), so
+    without a pid namespace only the supervisor's count would stop a fork storm, after the
+    fact. The cgroup's pids.max makes a fork past the limit fail with EAGAIN instead. A
+    cgroup v2 hierarchy is preferred, then v1's pids hierarchy; the caller moves the command
+    into it and removes it at the end (:func:`_remove_cgroup`).
+    """
+    if os.geteuid() != 0:
+        return None
+    try:
+        with open("/proc/self/mountinfo") as handle:
+            mounts = [line.split() for line in handle]
+        with open("/proc/self/cgroup") as handle:
+            memberships = [line.rstrip("\n").split(":", 2) for line in handle]
+    except OSError:
+        return None
+    for version in (2, 1):
+        for fields in mounts:
+            dash = fields.index("-")
+            fstype, options = fields[dash + 1], fields[dash + 3].split(",")
+            if version == 2 and fstype != "cgroup2":
+                continue
+            if version == 1 and (fstype != "cgroup" or "pids" not in options):
+                continue
+            own = next(
+                (
+                    path
+                    for _, controllers, path in memberships
+                    if (version == 2 and controllers == "")
+                    or (version == 1 and "pids" in controllers.split(","))
+                ),
+                None,
+            )
+            created = _make_cgroup(fields[4], fields[3], own, version, limit) if own else None
+            if created is not None:
+                return created
+    return None
+
+
+def _make_cgroup(mountpoint: str, root: str, own: str, version: int, limit: int) -> str | None:
+    if root != "/" and not own.startswith(root):
+        return None
+    relative = own[len(root) :] if root != "/" else own
+    parent = mountpoint + relative.rstrip("/")
+    path = f"{parent}/remora-sandbox-{os.getpid()}"
+    try:
+        if version == 2:
+            with open(f"{parent}/cgroup.controllers") as handle:
+                if "pids" not in handle.read().split():
+                    return None
+            with open(f"{parent}/cgroup.subtree_control") as handle:
+                enabled = handle.read().split()
+            if "pids" not in enabled:
+                with open(f"{parent}/cgroup.subtree_control", "w") as handle:
+                    handle.write("+pids")
+        os.mkdir(path)
+    except OSError:
+        return None
+    try:
+        with open(f"{path}/pids.max", "w") as handle:
+            handle.write(str(limit))
+    except OSError:
+        _remove_cgroup(path)
+        return None
+    return path
+
+
+def _remove_cgroup(path: str | None) -> None:
+    """Remove the command's cgroup once its last task is gone (the kernel needs a moment)."""
+    if path is None:
+        return
+    for _ in range(100):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
+def _join_cgroup(path: str | None) -> None:
+    if path is not None:
+        with open(f"{path}/cgroup.procs", "w") as handle:
+            handle.write("0")
+
+
 def _write_report(path: str | None, report: dict[str, int]) -> None:
     if path:
         with open(path, "wb") as handle:
             marshal.dump(report, handle)
 
 
-def _supervise(child: int, processes: int, report_path: str | None) -> int:
-    """Wait for ``child`` while keeping its process tree under ``processes``; then clean up."""
+def _supervise(child: int, processes: int, report_path: str | None, cgroup: str | None) -> int:
+    """Wait for ``child`` while keeping its process tree under ``processes``; then clean up
+    (every descendant killed, the command's cgroup removed)."""
     report: dict[str, int] = {}
 
     def stop(_signum: int, _frame: object) -> None:
         _kill_all(child)
+        _remove_cgroup(cgroup)
         os._exit(128 + signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
@@ -289,6 +468,7 @@ def _supervise(child: int, processes: int, report_path: str | None) -> int:
     os.close(pidfd)
     status = _EXITED[child]
     _kill_all(child)
+    _remove_cgroup(cgroup)
     _write_report(report_path, report)
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code
@@ -325,21 +505,24 @@ def main(argv: list[str]) -> int:
     os.environ.pop("PWD", None)  # bubblewrap sets it; the command gets the host's env only
     if not supervise:
         _start(spec)
+    cgroup = pids_cgroup(limits["processes"])
     child = os.fork()
     if child == 0:
         try:
             os.setpgid(0, 0)
+            _join_cgroup(cgroup)
             if spec.get("drop_capabilities"):
                 drop_capabilities()
             if landlock is not None:
-                apply_landlock(
-                    landlock["read"], landlock["write"], landlock.get("allow_network", False)
-                )
+                allow_network = landlock.get("allow_network", False)
+                abi = apply_landlock(landlock["read"], landlock["write"], allow_network)
+                if not allow_network:
+                    apply_socket_filter(allow_tcp=abi >= 4)
         except (OSError, SetupError) as exc:
             print(f"remora-sandbox: {exc}", file=sys.stderr)
             os._exit(SETUP_FAILED)
         _start(spec)
-    return _supervise(child, limits["processes"], spec.get("report"))
+    return _supervise(child, limits["processes"], spec.get("report"), cgroup)
 
 
 def _start(spec: dict[str, object]) -> None:

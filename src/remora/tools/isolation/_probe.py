@@ -13,6 +13,7 @@ not available here.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from remora.errors import ToolError
-from remora.tools.isolation._launcher import landlock_abi
+from remora.tools.isolation._launcher import _remove_cgroup, landlock_abi, pids_cgroup
 
 IsolationLevel = Literal["bwrap", "landlock", "none"]
 IsolationSetting = Literal["auto", "bwrap", "landlock", "none"]
@@ -111,8 +112,58 @@ def probe_landlock() -> Mechanism:
     abi = landlock_abi()
     if abi < 1:
         return Mechanism("landlock", False, "the kernel has no Landlock (Linux 5.13 or later)")
-    network = "TCP bind/connect denied" if abi >= 4 else "network NOT filtered (ABI < 4)"
-    return Mechanism("landlock", True, f"Landlock ABI {abi}: files confined, {network}")
+    network = "TCP denied by Landlock" if abi >= 4 else "every socket refused (ABI < 4)"
+    return Mechanism(
+        "landlock",
+        True,
+        f"Landlock ABI {abi}: files confined, {network}, UDP and UNIX sockets refused by seccomp",
+    )
+
+
+def _root_process_limit() -> str:
+    """What holds the process limit for root, who is exempt from RLIMIT_NPROC."""
+    if os.geteuid() != 0:
+        return ""
+    trial = pids_cgroup(1)
+    if trial is not None:
+        _remove_cgroup(trial)
+        return ""
+    return (
+        "; as root with no writable pids cgroup the process limit is only the supervisor's "
+        "(RLIMIT_NPROC does not bind root), so a fast fork storm can pass it before it is "
+        "stopped"
+    )
+
+
+def confinement(level: IsolationLevel | None) -> tuple[str, str]:
+    """What project code at ``level`` is kept from, and what it is not (``remora doctor``)."""
+    if level == "bwrap":
+        return (
+            "its own user, mount, pid, network, IPC and UTS namespaces: only the project (an "
+            "overlay), system directories and the Python installation are visible, no network "
+            "at all, a capped pid namespace that ends with the command; scrubbed environment, "
+            "scratch HOME and TMPDIR, limits on CPU time, memory and file size",
+            "CPU and memory beyond the rlimits are shared with the machine; the kernel is the "
+            "host's (a kernel exploit is not contained)",
+        )
+    if level == "landlock":
+        abi = landlock_abi()
+        signals = (
+            "signals and abstract UNIX sockets scoped to the sandbox"
+            if abi >= 6
+            else "signals to other processes of your user are NOT blocked (Landlock ABI < 6)"
+        )
+        return (
+            "files: the project and system read-only, Remora's state directory unreadable, "
+            "only the job's view writable; network: TCP denied by Landlock (ABI 4+), UDP, "
+            "UNIX and every other socket family refused by a seccomp filter; processes "
+            "counted and killed by a supervisor (as root, capped by a pids cgroup where one can "
+            "be made); scrubbed environment, scratch HOME and TMPDIR",
+            f"other processes are visible in /proc; {signals}{_root_process_limit()}",
+        )
+    if level == "none":
+        return ("rlimits on CPU time, memory, file size and processes only", "everything else")
+    return ("project code does not run", "")
 
 
 def isolation_status(setting: IsolationSetting) -> IsolationStatus:
