@@ -8,6 +8,9 @@ Side by side, rounds interleaved, medians compared (this machine is shared and n
   minus the view). Target: isolation adds under 30 ms per call.
 * view: open a sandbox over a workspace with 3 changed files, run ``true`` in it, harvest
   and clean up, on a 5,000-file project and on a 50-file one. Target: within 1.5x.
+* eval: one command of ``remora eval`` on the package's code (``import`` of a module), in
+  the project sandbox (bubblewrap, Landlock) next to the same command on the host, as eval
+  ran it before: what isolating the evaluated package adds per command.
 
     python benchmarks/bench_isolation.py [--rounds 15] [--files 5000] [--small-files 50]
 """
@@ -15,6 +18,7 @@ Side by side, rounds interleaved, medians compared (this machine is shared and n
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -125,6 +129,30 @@ def call_rows(root: Path, scratch: Path, rounds: int) -> dict[str, float]:
     )
 
 
+def eval_rows(root: Path, rounds: int) -> dict[str, float]:
+    """Medians of one eval command on the host and in each sandbox level."""
+    from remora.evaluation._commands import run_command as host_command
+    from remora.evaluation._package import resolve_package
+
+    package = root / "evalpkg"
+    (package / "pkg").mkdir(parents=True)
+    (package / "pkg" / "__init__.py").write_text(TRIVIAL)
+    source = resolve_package(str(package), root / "eval-work")
+    argv = [sys.executable, "-c", "import pkg"]
+    actions: dict[str, Callable[[], object]] = {
+        "host": lambda: host_command(
+            argv, package, 30, env={"PYTHONPATH": str(package), "PATH": "/usr/bin:/bin"}
+        )
+    }
+    for level in ("bwrap", "landlock"):
+        project = dataclasses.replace(
+            source,
+            tools=ToolsConfig(isolation=level),  # type: ignore[arg-type]
+        ).copy_to(root / f"eval-{level}")
+        actions[level] = lambda project=project: project.run(argv, 30)
+    return measure(actions, rounds)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=15)
@@ -138,6 +166,7 @@ def main() -> int:
         large_paths = generate(large, args.files)
         small_paths = generate(small, args.small_files)
         calls = call_rows(small, scratch, args.rounds)
+        evals = eval_rows(scratch, args.rounds)
         views: dict[str, float] = {}
         for isolation in ("bwrap", "landlock"):
             config = ToolsConfig(isolation=isolation)  # type: ignore[arg-type]
@@ -175,6 +204,14 @@ def main() -> int:
         print(
             f"  {level:<9} {big * 1000:7.1f} ms vs {little * 1000:7.1f} ms"
             f"  ratio {big / little:.2f}x  (target <= 1.5x)"
+        )
+    host = evals["host"]
+    print(f"one eval command on the package's code, {args.rounds} rounds interleaved (medians)")
+    print(f"  host (before)     {host * 1000:7.1f} ms")
+    for level in ("bwrap", "landlock"):
+        print(
+            f"  {level:<9} sandbox {evals[level] * 1000:7.1f} ms"
+            f"  {(evals[level] - host) * 1000:+5.1f} ms, {evals[level] / host:.2f}x host"
         )
     return 0
 

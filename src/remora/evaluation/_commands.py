@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+_DRAIN_S = 5.0
+
 
 @dataclass
 class CommandResult:
@@ -68,7 +70,7 @@ def run_command(
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
+        stdout, stderr = _drain(process)
         timed_out = True
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
@@ -78,3 +80,18 @@ def run_command(
     return CommandResult(
         list(argv), process.returncode, stdout, stderr, time.perf_counter() - started, timed_out
     )
+
+
+def _drain(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """What a killed command printed, without waiting on a process that left its group
+    (a daemon that called ``setsid`` keeps the pipes open): a few seconds, then the pipes
+    are closed and what came so far is lost."""
+    try:
+        return process.communicate(timeout=_DRAIN_S)
+    except subprocess.TimeoutExpired:
+        for pipe in (process.stdout, process.stderr, process.stdin):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        process.wait()
+        return "", "(output lost: a process it started kept the pipes open)"

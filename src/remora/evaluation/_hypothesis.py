@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from remora.evaluation._commands import CommandResult, run_command
+from remora.evaluation._commands import CommandResult
 from remora.evaluation._functions import FunctionRef
 from remora.evaluation._package import Project
 from remora.evaluation._testrun import FileRun, run_test_file
@@ -95,11 +95,12 @@ def ghostwriter_coverage(
         return GhostwriterResult(zero_reason="hypothesis not installed", error=missing)
     scratch.mkdir(parents=True, exist_ok=True)
     target = f"{project.module_name(function.path)}.{function.name}"
-    written = run_command(
+    written = project.run(
         [sys.executable, "-c", HYPOTHESIS_CLI, "write", target],
-        scratch,
         WRITE_TIMEOUT_S,
-        env=_env(project, scratch),
+        cwd=scratch,
+        env=_env(scratch),
+        what="hypothesis write",
     )
     write_s = round(written.wall_s, 2)
     if not written.ok or not written.stdout.strip():
@@ -139,11 +140,12 @@ def from_type_fixtures(
         return FromTypeResult(error=missing)
     scratch.mkdir(parents=True, exist_ok=True)
     module = project.module_name(function.path)
-    result = run_command(
+    result = project.run(
         [sys.executable, "-P", str(DRAW_CHILD), module, function.name, str(examples)],
-        scratch,
         DRAW_TIMEOUT_S,
-        env=_env(project, scratch),
+        cwd=scratch,
+        env=_env(scratch),
+        what="st.builds",
     )
     lines = result.stdout.strip().splitlines()
     try:
@@ -156,10 +158,9 @@ def from_type_fixtures(
     return found
 
 
-def _env(project: Project, scratch: Path) -> dict[str, str]:
-    """The project's environment, Hypothesis's files in ``scratch``, wide pytest output."""
-    storage = str(scratch / ".hypothesis")
-    return project.env(HYPOTHESIS_STORAGE_DIRECTORY=storage, COLUMNS="250")
+def _env(scratch: Path) -> dict[str, str]:
+    """Hypothesis's files in ``scratch``, wide pytest output."""
+    return {"HYPOTHESIS_STORAGE_DIRECTORY": str(scratch / ".hypothesis"), "COLUMNS": "250"}
 
 
 def _failure(result: CommandResult) -> str:

@@ -16,13 +16,16 @@ import shutil
 import sys
 import tarfile
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from remora.config import ToolsConfig
 from remora.errors import EvalError
 from remora.evaluation._commands import CommandResult, run_command
+from remora.evaluation._isolated import run_isolated
 from remora.evaluation.report import SuiteRun
 
 FETCH_TIMEOUT_S = 300.0
@@ -78,6 +81,8 @@ class PackageSource:
     path_entry: str
     entries: tuple[str, ...]
     copied: tuple[str, ...] | None = None
+    tools: ToolsConfig = field(default_factory=ToolsConfig, compare=False)
+    """How the package's code is isolated when it runs (the user's ``tools`` settings)."""
 
     @property
     def label(self) -> str:
@@ -115,15 +120,30 @@ class Project:
         shutil.copytree(self.root, dest, ignore=COPY_IGNORE, symlinks=True)
         return Project(dest, self.source)
 
-    def env(self, **extra: str) -> dict[str, str]:
-        """The environment of commands run on the project: its code first, no bytecode."""
-        from os import environ
-
-        env = dict(environ)
-        env["PYTHONPATH"] = str(self.base)
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env.pop("PYTHONHASHSEED", None)
-        return env | extra
+    def run(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        *,
+        cwd: Path | None = None,
+        within: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
+        what: str | None = None,
+    ) -> CommandResult:
+        """Run ``argv`` on the package's code in the project sandbox (``cwd`` defaults to the
+        copy's root; ``within`` names other directories it reads or writes, such as a
+        scratch directory for reports): the package first on ``sys.path``, no bytecode,
+        nothing else from this process's environment but ``env``."""
+        return run_isolated(
+            argv,
+            cwd=cwd or self.root,
+            within=[self.root, *within],
+            timeout=timeout,
+            tools=self.source.tools,
+            pythonpath=[self.base],
+            env=env,
+            what=what or f"{self.source.label}'s code",
+        )
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
@@ -166,12 +186,7 @@ class Project:
 
     def check_import(self, module: str) -> tuple[bool, str]:
         """Whether ``import module`` works in the project; the error's last line when not."""
-        result = run_command(
-            [sys.executable, "-c", f"import {module}"],
-            self.root,
-            IMPORT_TIMEOUT_S,
-            env=self.env(),
-        )
+        result = self.run([sys.executable, "-c", f"import {module}"], IMPORT_TIMEOUT_S)
         return result.ok, "" if result.ok else result.tail(1)
 
     def run_tests(self, timeout: float) -> SuiteRun:
@@ -179,11 +194,8 @@ class Project:
         paths = self.test_paths()
         if not paths:
             return SuiteRun(status="cannot_run", summary="no tests found", wall_s=0.0)
-        result = run_command(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths],
-            self.root,
-            timeout,
-            env=self.env(),
+        result = self.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *paths], timeout
         )
         return suite_run(result)
 

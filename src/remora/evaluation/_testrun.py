@@ -105,13 +105,17 @@ def run_test_file(
         junit = scratch / f"junit-{seed}.xml"
         covered = [*coverage, "run", "--branch", *settings, f"--include={source}"]
         argv = [*(covered if index == 0 else [sys.executable]), *_PYTEST, *pytest_args]
-        env = project.env(
-            PYTHONHASHSEED=seed,
-            HYPOTHESIS_STORAGE_DIRECTORY=str(scratch / ".hypothesis"),
-            COLUMNS="250",
-        )
-        result = run_command(
-            [*argv, f"--junitxml={junit}", str(test_file)], cwd, _left(deadline), env=env
+        env = {
+            "PYTHONHASHSEED": seed,
+            "HYPOTHESIS_STORAGE_DIRECTORY": str(scratch / ".hypothesis"),
+            "COLUMNS": "250",
+        }
+        result = project.run(
+            [*argv, f"--junitxml={junit}", str(test_file)],
+            _left(deadline),
+            cwd=cwd,
+            within=[scratch, test_file.parent],
+            env=env,
         )
         counts = _junit_counts(junit)
         run.runs += 1
@@ -130,9 +134,7 @@ def run_test_file(
         if counts.failed and run.error is None:
             run.error = _pytest_error(result)
     report = scratch / "coverage.json"
-    converted = run_command(
-        [*coverage, "json", *settings, "-o", str(report)], cwd, _left(deadline), env=project.env()
-    )
+    converted = run_command([*coverage, "json", *settings, "-o", str(report)], cwd, _left(deadline))
     try:
         coverage_json = json.loads(report.read_text(encoding="utf-8")) if converted.ok else None
     except (OSError, ValueError):

@@ -619,7 +619,7 @@ def _public_definitions(
 def run_pydoclint(project: Project, files: Sequence[str]) -> tuple[Findings | None, str | None]:
     """pydoclint's findings per file, or None and why it could not run."""
     argv = [sys.executable, "-c", *PYDOCLINT, *files]
-    result = run_command(argv, project.root, CHECK_TIMEOUT_S, env=project.env())
+    result = run_command(argv, project.root, CHECK_TIMEOUT_S)
     if result.returncode not in (0, 1) or result.timed_out:
         return None, f"pydoclint failed: {result.tail()}"
     found: Findings = {relative: [] for relative in files}

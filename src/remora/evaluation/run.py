@@ -7,6 +7,7 @@ operation that breaks is reported with its error; the others still run.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import shlex
 import tempfile
@@ -28,7 +29,7 @@ from remora.evaluation._context import (
     OperationProgress,
     ProgressSink,
 )
-from remora.evaluation._package import resolve_package
+from remora.evaluation._package import Project, resolve_package
 from remora.evaluation._remora import RemoraSession
 from remora.evaluation.report import EvalReport, OperationReport, to_markdown
 
@@ -85,6 +86,13 @@ class EvalOptions(BaseModel):
         return shlex.join(words)
 
 
+def _fetch_note(spec: str) -> str:
+    """What fetching ``spec`` runs on this machine, said before it starts."""
+    if Path(spec).expanduser().exists():
+        return ""
+    return " (pip download runs the sdist's build backend here, outside the sandbox)"
+
+
 def run_eval(
     options: EvalOptions,
     *,
@@ -97,8 +105,10 @@ def run_eval(
     sink = progress or NullProgress()
     started = time.perf_counter()
     with _work_directory(options.out) as work:
-        sink.update(SETUP, description=f"getting {options.spec}")
+        sink.update(SETUP, description=f"getting {options.spec}{_fetch_note(options.spec)}")
         source = resolve_package(options.spec, work)
+        tools = session.config(Project(source.root, source)).tools
+        source = dataclasses.replace(source, tools=tools)
         original = source.copy_to(work / "original")
         report = EvalReport(
             remora_version=__version__,
