@@ -307,16 +307,26 @@ def _pyproject_has_remora(path: Path) -> bool:
             f"cannot read {path}: {exc.strerror or exc}",
             "check its permissions, or name the config file with --config",
         ) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            "CONFIG_002",
-            f"{path} is not valid TOML: {exc}",
-            "fix the TOML syntax; Remora reads [tool.remora] from it, or name another "
-            "config file with --config",
-        ) from None
+    data = _load_toml(
+        path,
+        text,
+        "fix the TOML syntax; Remora reads [tool.remora] from it, or name another "
+        "config file with --config",
+    )
     return isinstance(data.get("tool"), dict) and "remora" in data["tool"]
+
+
+def _load_toml(path: Path, text: str, hint: str) -> dict[str, Any]:
+    """The TOML document, CONFIG_002 when it does not parse; tomllib recurses once per
+    nesting level, so ``a = [[[...]]]`` 3,000 deep is a ``RecursionError`` caught here."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("CONFIG_002", f"{path} is not valid TOML: {exc}", hint) from None
+    except RecursionError:
+        raise ConfigError(
+            "CONFIG_002", f"{path} is nested too deeply to read", _DEPTH_HINT
+        ) from None
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -332,12 +342,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
             "CONFIG_001", f"cannot read config file {path}: {exc}", "check permissions and encoding"
         ) from None
     if path.name == "pyproject.toml":
-        try:
-            data: Any = tomllib.loads(text).get("tool", {}).get("remora", {})
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(
-                "CONFIG_002", f"{path} is not valid TOML: {exc}", "fix the TOML syntax"
-            ) from None
+        tool = _load_toml(path, text, "fix the TOML syntax").get("tool", {})
+        data: Any = tool.get("remora", {}) if isinstance(tool, dict) else {}
     else:
         try:
             data = safe_load_yaml(text)
@@ -357,7 +363,36 @@ def read_config_file(path: Path) -> dict[str, Any]:
             f"{path} must hold a mapping of sections, got {type(data).__name__}",
             "start the file with a section such as 'runner:'",
         )
+    if _too_deep(data):
+        raise ConfigError(
+            "CONFIG_002", f"{path} is nested more than {MAX_CONFIG_DEPTH} levels deep", _DEPTH_HINT
+        )
     return _anchor_paths(data, path.parent.resolve())
+
+
+MAX_CONFIG_DEPTH: Final = 32
+"""Deepest nesting of mappings and lists a config layer may have (the settings need 4).
+Merging, flattening and validating recurse once per level: a deeper layer is refused first."""
+
+_DEPTH_HINT = f"Remora's settings nest at most a few levels; keep it under {MAX_CONFIG_DEPTH}"
+
+
+def _too_deep(data: Any) -> bool:
+    """Whether mappings and lists in ``data`` nest more than :data:`MAX_CONFIG_DEPTH` deep
+    (walked with a stack: the check itself must not recurse)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping):
+            children: Any = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > MAX_CONFIG_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 YAML_ALIAS_EXPANSION_LIMIT: Final = 10_000
@@ -562,6 +597,13 @@ def load_config(
         layers.append((str(config_file), read_config_file(config_file)))
     layers.append(("environment", env_overrides(environ)))
     layers.append(("flag", dict(overrides or {})))
+    for (_, data), what in zip(
+        layers[-2:], ("an environment variable", "a --set value"), strict=True
+    ):
+        if _too_deep(data):
+            raise ConfigError(
+                "CONFIG_004", f"{what} nests more than {MAX_CONFIG_DEPTH} levels deep", _DEPTH_HINT
+            )
 
     merged: dict[str, Any] = RemoraConfig().model_dump(mode="json", exclude_none=True)
     for _, data in layers:

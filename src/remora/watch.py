@@ -10,7 +10,9 @@ baseline. What is not a reason to run:
   (the accept's ``applied_sha256``) moves the baseline without a run, so accepting a
   change never triggers a new one;
 * Remora's state directory and anything discovery ignores;
-* a file mid-edit with a syntax error: reported, left out until the next save.
+* a file mid-edit with a syntax error: reported, left out until the next save;
+* a file deleted between its event and its reading (a create/delete loop): reported as
+  DISC_105 and skipped, the watch goes on.
 
 The loop ends when ``stop`` is set (Ctrl-C); a run in progress stops between steps and
 is recorded ``interrupted``.
@@ -30,14 +32,17 @@ from watchfiles import Change, awatch
 from remora.config import RemoraConfig
 from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode, DiscoveryProblem, discover
-from remora.errors import RemoraError
+from remora.discovery.walker import relative_to_root
+from remora.errors import DiscoveryError, RemoraError
 from remora.events import Emitter
 from remora.model.base import ModelClient
 from remora.orchestration import PlannedJob, RunResult, plan_jobs, run_jobs
+from remora.regular_files import read_regular_file
 from remora.runner import AgentResult
 from remora.workspace import WorkspaceManager
 
 SYNTAX_ERROR = "DISC_101"
+MISSING = "DISC_001"
 
 
 @dataclass
@@ -68,18 +73,41 @@ class Watcher:
     runs: list[RunResult] = field(default_factory=list)
 
     def discover(self, paths: Iterable[Path]) -> tuple[list[CSTNode], set[str]]:
-        """Nodes of ``paths`` and the files (project-relative) left out for syntax errors."""
-        existing = [path for path in paths if path.exists()]
-        if not existing:
-            return [], set()
-        found = discover(existing, self.config.discovery, root=self.root)
-        broken = set()
-        for problem in found.problems:
-            if problem.code == SYNTAX_ERROR:
-                broken.add(problem.path)
-            if self.callbacks.on_problem is not None:
-                self.callbacks.on_problem(problem)
-        return [node for node in found.nodes if node.file_path not in broken], broken
+        """Nodes of ``paths`` and the files (project-relative) left out for syntax errors.
+
+        Each path is discovered on its own: one deleted after its event arrived (DISC_001
+        from discovery) is reported and skipped without losing the rest of the batch.
+        """
+        nodes: list[CSTNode] = []
+        broken: set[str] = set()
+        for path in paths:
+            if not path.exists():
+                continue  # deleted before the batch was handled: nothing to run
+            try:
+                found = discover([path], self.config.discovery, root=self.root)
+            except DiscoveryError as exc:
+                if exc.code != MISSING:
+                    raise
+                # It existed a moment ago: it was deleted (maybe created again) since.
+                self._report(
+                    DiscoveryProblem(
+                        code="DISC_105",
+                        path=relative_to_root(path, self.root),
+                        message="deleted before it could be read; skipped",
+                        hint="it is read again when it is saved",
+                    )
+                )
+                continue
+            for problem in found.problems:
+                if problem.code == SYNTAX_ERROR:
+                    broken.add(problem.path)
+                self._report(problem)
+            nodes.extend(node for node in found.nodes if node.file_path not in broken)
+        return nodes, broken
+
+    def _report(self, problem: DiscoveryProblem) -> None:
+        if self.callbacks.on_problem is not None:
+            self.callbacks.on_problem(problem)
 
     def changed(self, nodes: Iterable[CSTNode]) -> list[CSTNode]:
         return [node for node in nodes if self.baseline.get(node.node_id) != node.source_hash]
@@ -110,15 +138,15 @@ class Watcher:
     async def handle(self, paths: set[Path], stop: asyncio.Event) -> RunResult | None:
         """One batch of saved files: skip Remora's own writes, run what changed."""
         own = self.accepted_writes()
-        mine = set()
+        own_files: set[str] = set()
         for path in paths:
-            relative = path.relative_to(self.root).as_posix()
-            if path.is_file() and (relative, _sha256(path)) in own:
-                mine.add(path)
+            relative = relative_to_root(path, self.root)
+            digest = _sha256(path, self.config.discovery.max_file_bytes)
+            if digest is not None and (relative, digest) in own:
+                own_files.add(relative)
                 if self.callbacks.on_own_write is not None:
                     self.callbacks.on_own_write(relative)
         nodes, _broken = self.discover(sorted(paths))
-        own_files = {path.relative_to(self.root).as_posix() for path in mine}
         for node in nodes:
             if node.file_path in own_files:
                 self.baseline[node.node_id] = node.source_hash
@@ -187,9 +215,10 @@ class Watcher:
 _IDLE_TICK_MS = 500
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 16), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _sha256(path: Path, limit: int) -> str | None:
+    """The content's hash, or None for a file that is gone, unreadable, no regular file
+    (a FIFO would block) or over ``limit`` bytes: none of those is an accept's write."""
+    try:
+        return hashlib.sha256(read_regular_file(path, limit)).hexdigest()
+    except OSError:
+        return None

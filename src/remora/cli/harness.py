@@ -32,6 +32,10 @@ from remora.errors import RunnerError
 if TYPE_CHECKING:
     from remora.harness import EpisodeRecord, HarnessReport
 
+MAX_REQUESTS = 10_000
+"""Most episodes per variant: every one is planned up front, so an unbounded -n allocated
+until the OOM killer came (10,000 episodes already take hours)."""
+
 # The harness, agent definitions and model backends are heavy (libcst, jsonschema, the
 # agent loop): they are imported inside the command so other commands start fast.
 
@@ -52,7 +56,8 @@ def harness_command(
         ),
     ] = None,
     requests: Annotated[
-        int, typer.Option("--requests", "-n", min=1, help="Episodes per variant.")
+        int,
+        typer.Option("--requests", "-n", min=1, max=MAX_REQUESTS, help="Episodes per variant."),
     ] = 4,
     concurrency: Annotated[
         int, typer.Option("--concurrency", "-j", min=1, help="Episodes in flight at once.")

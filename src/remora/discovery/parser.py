@@ -14,11 +14,20 @@ call, a large node only for the matches starting at it (``set_max_start_depth(0)
 its children. (py-tree-sitter 0.26's query progress callback is not used: it crashes the
 interpreter once a match has been returned.) A pattern must therefore have one root node
 (DISC_003 otherwise).
+
+Long runs of comment lines are blanked (each byte but line ends made a space) before
+parsing: at every line end the grammar's scanner reads ahead through all the comment lines
+that follow, so a run costs its lines times its bytes, and one parser operation can take
+tens of milliseconds while tree-sitter calls the progress callback only every hundred
+operations (1 MB of comments: calls seconds apart, 8 s against a 5 s budget, 3 minutes
+unbounded). Blank lines are read in one pass. Offsets and lines do not move, no comment is
+part of a node's extent, and node text comes from the real bytes.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -280,11 +289,87 @@ def parse_decoded(
     return _nodes(found, decoded, body, relative_path, node_types), problems
 
 
+_COMMENT_LINES = re.compile(rb"\n[ \t\f]*#[^\n]*(?:\n[ \t\f]*#[^\n]*)+")
+"""Runs of lines that look like whole-line comments (some may be inside strings), each with
+the line end before it: starting at a plain ``\\n`` it is searched ten times faster than
+with ``^``."""
+_TOKENS = re.compile(
+    rb"""(?P<run>(?:^[\ \t\f]*\#[^\r\n]*\r?\n)+)
+    | \#[^\r\n]*
+    | \"\"\"(?:[^"\\]|\\.|"(?!""))*(?:\"\"\"|\Z)
+    | '\'\'(?:[^'\\]|\\.|'(?!''))*(?:'\'\'|\Z)
+    | "(?:[^"\\\r\n]|\\.)*(?:"|(?=[\r\n])|\Z)
+    | '(?:[^'\\\r\n]|\\.)*(?:'|(?=[\r\n])|\Z)""",
+    re.VERBOSE | re.DOTALL | re.MULTILINE,
+)
+"""Runs of whole-line comments, other comments and string literals, so that a ``#``
+inside a string is not taken for a comment nor a quote inside a comment for a string."""
+_COMMENT_RUN_COST = 10_000_000
+"""Lines times bytes of a file's comment runs, summed, that parse as they are: the scanner
+reads about half that many bytes for them (0.1-0.3 s). Past it the costliest runs are
+blanked until the rest is under it. Real files stay under it (a 300-line licence is 5e6)
+and parse unchanged: without its comments a file's error recovery, and so the definitions
+kept around a syntax error, can differ."""
+_BLANK = bytes(byte if byte in b"\r\n" else ord(" ") for byte in range(256))
+
+
+def _run_cost(body: bytes, start: int, end: int) -> int:
+    return (end - start) * body.count(b"\n", start, end)
+
+
+def _blank_comment_runs(body: bytes, deadline: float) -> bytes:
+    """``body`` with its costliest runs of comment lines turned into blank lines of the
+    same length, so that those left cost under ``_COMMENT_RUN_COST``.
+
+    A quick pass over what looks like comment lines settles ordinary files; the runs are
+    then found with strings told apart, since blanking a line inside a string could end
+    the string. A run right after a backslash continuation keeps its first line, which
+    Python joins to the line before.
+    """
+    lines = b"\n" + body
+    rough = sum(_run_cost(lines, *match.span()) for match in _COMMENT_LINES.finditer(lines))
+    if rough < _COMMENT_RUN_COST:
+        return body
+    runs = _comment_runs(body, deadline)
+    costs = [_run_cost(body, start, end) for start, end in runs]
+    left = sum(costs)
+    blanked: list[tuple[int, int]] = []
+    for cost, (start, end) in sorted(zip(costs, runs, strict=True), reverse=True):
+        if left < _COMMENT_RUN_COST:
+            break
+        left -= cost
+        if body[max(start - 3, 0) : start].rstrip(b"\r\n").endswith(b"\\"):
+            start = body.index(b"\n", start) + 1
+        blanked.append((start, end))
+    pieces: list[bytes] = []
+    done = 0
+    for start, end in sorted(blanked):
+        pieces.append(body[done:start])
+        pieces.append(body[start:end].translate(_BLANK))
+        done = end
+    pieces.append(body[done:])
+    return b"".join(pieces)
+
+
+def _comment_runs(body: bytes, deadline: float) -> list[tuple[int, int]]:
+    """Spans of two or more consecutive lines holding only a comment (line ends included),
+    outside strings; ParseTimeout once ``deadline`` has passed."""
+    runs: list[tuple[int, int]] = []
+    for count, match in enumerate(_TOKENS.finditer(body)):
+        if count % 4096 == 0 and time.monotonic() > deadline:
+            raise ParseTimeout
+        start, end = match.span("run")
+        if start >= 0 and body.count(b"\n", start, end) > 1:
+            runs.append((start, end))
+    return runs
+
+
 def _parse(body: bytes, deadline: float) -> tree_sitter.Tree:
-    """The tree of ``body``; ParseTimeout once ``deadline`` has passed."""
+    """The tree of ``body`` (comment runs blanked); ParseTimeout once ``deadline`` has passed."""
+    source = _blank_comment_runs(body, deadline)
 
     def read(offset: int, _point: tree_sitter.Point) -> bytes:
-        return body[offset : offset + _READ_CHUNK]
+        return source[offset : offset + _READ_CHUNK]
 
     def late(_offset: int, _has_error: bool) -> bool:
         return time.monotonic() > deadline

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
-from collections.abc import Iterator
+import warnings
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pathspec
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
 from remora.discovery.models import DiscoveryProblem
-from remora.errors import DiscoveryError
+from remora.errors import ConfigError, DiscoveryError
 from remora.regular_files import FileTooLargeError, NotRegularFileError, read_regular_file
 
 # Besides these names, any directory holding a pyvenv.cfg (a virtual environment,
@@ -97,8 +100,116 @@ def _gitignore_spec(
             )
         )
         return None
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    spec, _unusable = compile_patterns(data.decode("utf-8", errors="replace").splitlines())
+    return spec
+
+
+def compile_patterns(lines: Iterable[str]) -> tuple[pathspec.PathSpec[Any], list[str]]:
+    """The gitignore rules of ``lines``, and the lines that are no usable pattern.
+
+    Git accepts every line: one it cannot read (``!`` alone, a trailing backslash) matches
+    nothing, and a reversed range such as ``[z-a]`` matches only its first character.
+    pathspec raises on those, so each line is compiled on its own, a reversed range is
+    rewritten as git reads it, and a line that still does not compile is left out. The
+    fast backend (re2) refuses some regexes Python's accepts (``[[::]``); the rules then
+    run on Python's.
+    """
+    patterns: list[GitIgnoreSpecPattern] = []
+    unusable: list[str] = []
+    for line in lines:
+        if not line:
+            continue
+        pattern = _pattern(line)
+        if pattern is None:
+            unusable.append(line)
+        else:
+            patterns.append(pattern)
+    try:
+        return pathspec.GitIgnoreSpec(patterns), unusable
+    except Exception:  # re2's own error type, not importable without re2
+        return pathspec.GitIgnoreSpec(patterns, backend="simple"), unusable
+
+
+def _pattern(line: str) -> GitIgnoreSpecPattern | None:
+    for text in dict.fromkeys((line, _git_ranges(line))):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # re's "possible nested set"
+                return GitIgnoreSpecPattern(text)
+        except (ValueError, re.error):
+            continue
+    return None
+
+
+def _git_ranges(line: str) -> str:
+    """``line`` with each reversed range ``[...c-a...]`` reduced to ``c``, which is all git's
+    wildmatch matches of it (the range itself matches nothing)."""
+    out: list[str] = []
+    index, length = 0, len(line)
+    while index < length:
+        char = line[index]
+        if char == "\\":
+            out.append(line[index : index + 2])
+            index += 2
+            continue
+        if char != "[":
+            out.append(char)
+            index += 1
+            continue
+        close = _bracket_end(line, index)
+        if close < 0:
+            out.append(line[index:])
+            break
+        out.append(_bracket_without_reversed_ranges(line[index : close + 1]))
+        index = close + 1
+    return "".join(out)
+
+
+def _bracket_end(line: str, start: int) -> int:
+    """Index of the ``]`` closing the bracket expression at ``start``, or -1."""
+    index = start + 1
+    if index < len(line) and line[index] in "!^":
+        index += 1
+    if index < len(line) and line[index] == "]":
+        index += 1
+    while index < len(line):
+        if line[index] == "\\":
+            index += 2
+            continue
+        if line[index] == "]":
+            return index
+        index += 1
+    return -1
+
+
+def _bracket_without_reversed_ranges(expression: str) -> str:
+    """A ``[...]`` expression with its reversed ranges reduced to their first character."""
+    head = 2 if expression[1:2] in ("!", "^") else 1
+    body = expression[head:-1]
+    items: list[str] = []
+    dashes = ""
+    reversed_range = False
+    index = 0
+    while index < len(body):
+        first = body[index : index + 2] if body[index] == "\\" else body[index]
+        after = index + len(first)
+        if body[after : after + 1] == "-" and after + 1 < len(body):
+            last = body[after + 1 : after + 3] if body[after + 1] == "\\" else body[after + 1]
+            index = after + 1 + len(last)
+            if first[-1] <= last[-1]:
+                items.append(f"{first}-{last}")
+            else:
+                items.append(first)
+                reversed_range = True
+            continue
+        if first == "-":
+            dashes = "-"  # last in the set, where it cannot join two items into a range
+        else:
+            items.append(first)
+        index = after
+    if not reversed_range:
+        return expression
+    return expression[:head] + "".join(items) + dashes + "]"
 
 
 @dataclass
@@ -143,7 +254,14 @@ def iter_python_files(
     Files named explicitly are always yielded; ignore rules apply to what a directory
     walk finds.
     """
-    defaults = pathspec.GitIgnoreSpec.from_lines([*DEFAULT_IGNORES, *options.ignore])
+    defaults, unusable = compile_patterns([*DEFAULT_IGNORES, *options.ignore])
+    if unusable:
+        raise ConfigError(
+            "CONFIG_003",
+            f"invalid value for 'discovery.ignore': {unusable[0]!r} is no gitignore pattern "
+            "(git would ignore the line, so it would skip nothing)",
+            "fix or remove it: a trailing backslash escapes nothing, '!' alone negates nothing",
+        )
     seen: set[Path] = set()
     for target in targets:
         if not target.exists():
