@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from remora.tools.isolation import isolation_status, project_sandbox
-from remora.tools.isolation._launcher import _remove_cgroup, pids_cgroup, socket_filter
+from remora.tools.isolation._launcher import pids_cgroup, remove_cgroup, socket_filter
 from tests.stores import capability_context, write_tree
 
 pytestmark = pytest.mark.skipif(
@@ -108,12 +108,59 @@ def test_private_socket_pairs_and_asyncio_still_work(project: Path) -> None:
     assert "ok" in out and "loop" in out
 
 
+def verdict(program: list[tuple[int, int, int, int]], words: dict[int, int]) -> int:
+    """What the classic-BPF ``program`` returns for a ``seccomp_data`` whose 32-bit words at
+    the given offsets are ``words`` (the instructions the filter uses: ld, jeq, jge, and, ret)."""
+    accumulator, index = 0, 0
+    while True:
+        code, jt, jf, k = program[index]
+        index += 1
+        if code == 0x20:
+            accumulator = words.get(k, 0)
+        elif code == 0x54:
+            accumulator &= k
+        elif code in (0x15, 0x35):
+            taken = accumulator == k if code == 0x15 else accumulator >= k
+            index += jt if taken else jf
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unexpected BPF code {code:#x}")
+
+
 def test_the_filter_refuses_foreign_arches_and_every_family_but_tcp() -> None:
     program = socket_filter("x86_64", allow_tcp=True)
     assert program[0] == (0x20, 0, 0, 4), "it checks the architecture first"
     assert any(op[3] == 0x40000000 for op in program), "x32 system call numbers are refused"
     closed = socket_filter("x86_64", allow_tcp=False)
     assert closed != program, "without Landlock's TCP control no socket is allowed"
+
+    allow, eacces, enosys = 0x7FFF0000, 0x00050000 | 13, 0x00050000 | 38
+    x86, socket_nr = 0xC000003E, 41
+
+    def call(
+        prog: list[tuple[int, int, int, int]],
+        nr: int,
+        domain: int = 0,
+        kind: int = 0,
+        arch: int = x86,
+    ) -> int:
+        return verdict(prog, {4: arch, 0: nr, 16: domain, 24: kind})
+
+    tcp, tcp_nonblock, udp = 1, 1 | 0o4000, 2
+    assert call(program, socket_nr, 2, tcp) == allow
+    assert call(program, socket_nr, 10, tcp_nonblock) == allow
+    assert call(program, socket_nr, 2, udp) == eacces
+    assert call(program, socket_nr, 1, tcp) == eacces  # AF_UNIX
+    assert call(program, socket_nr, 16, 3) == eacces  # AF_NETLINK
+    assert call(program, 53, 1, tcp) == allow  # socketpair
+    assert call(program, 0) == allow  # read
+    assert call(program, 425) == enosys  # io_uring_setup
+    assert call(program, 0x40000000 | socket_nr, 2, udp) == eacces  # x32
+    assert call(program, 0, arch=0x40000003) == eacces  # i386
+    for domain, kind in ((2, tcp), (10, tcp), (2, udp), (1, tcp)):
+        assert call(closed, socket_nr, domain, kind) == eacces
+    assert call(closed, 0) == allow
 
 
 def test_doctor_states_what_landlock_confines_and_what_it_does_not(tmp_path: Path) -> None:
@@ -140,7 +187,7 @@ def test_as_root_a_fork_storm_stops_at_the_process_limit(project: Path) -> None:
     trial = pids_cgroup(8)
     if trial is None:
         pytest.skip("no writable pids cgroup here: doctor says the supervisor alone counts")
-    _remove_cgroup(trial)
+    remove_cgroup(trial)
     storm = (
         "import os, time\n"
         "made = 0\n"

@@ -289,7 +289,8 @@ def project_sandbox(
 ) -> Iterator[Sandbox]:
     """A sandbox over ``store``; what the code writes is discarded at exit unless ``harvest``.
 
-    ``harvest`` is for commands whose writes are the point (none of today's callers):
+    ``harvest`` is for commands whose writes are the point (``remora eval``'s runs on its
+    throwaway copies, which write their junit and coverage reports):
     on normal exit what the code wrote and deleted becomes workspace changes, reported in
     ``Sandbox.harvest``. The default discards them, as observing untrusted code must.
     ``writable`` names paths the command writes that must be real copies in a

@@ -179,17 +179,18 @@ def socket_filter(machine: str, allow_tcp: bool) -> list[tuple[int, int, int, in
     arch, socket_nr, io_uring_nr, refuse_x32 = _SECCOMP_ARCHES[machine]
     refuse = (_BPF_RET_K, 0, 0, _RET_ERRNO | _EACCES)
     allow = (_BPF_RET_K, 0, 0, _RET_ALLOW)
-    body: list[tuple[int, int, int, int]] = [
+    tcp_only: list[tuple[int, int, int, int]] = [
         (_BPF_LD_W_ABS, 0, 0, 16),  # domain
         (_BPF_JEQ_K, 2, 0, _AF_INET),
         (_BPF_JEQ_K, 1, 0, _AF_INET6),
         refuse,
         (_BPF_LD_W_ABS, 0, 0, 24),  # type, without SOCK_NONBLOCK / SOCK_CLOEXEC
         (_BPF_AND_K, 0, 0, _SOCK_TYPE_MASK),
-        (_BPF_JEQ_K, 0, 1, _SOCK_STREAM) if allow_tcp else (_BPF_JEQ_K, 0, 0, 0),
+        (_BPF_JEQ_K, 0, 1, _SOCK_STREAM),
         allow,
         refuse,
     ]
+    body = tcp_only if allow_tcp else [refuse]
     program: list[tuple[int, int, int, int]] = [
         (_BPF_LD_W_ABS, 0, 0, 4),
         (_BPF_JEQ_K, 1, 0, arch),
@@ -358,7 +359,7 @@ def pids_cgroup(limit: int) -> str | None:
     without a pid namespace only the supervisor's count would stop a fork storm, after the
     fact. The cgroup's pids.max makes a fork past the limit fail with EAGAIN instead. A
     cgroup v2 hierarchy is preferred, then v1's pids hierarchy; the caller moves the command
-    into it and removes it at the end (:func:`_remove_cgroup`).
+    into it and removes it at the end (:func:`remove_cgroup`).
     """
     if os.geteuid() != 0:
         return None
@@ -415,12 +416,12 @@ def _make_cgroup(mountpoint: str, root: str, own: str, version: int, limit: int)
         with open(f"{path}/pids.max", "w") as handle:
             handle.write(str(limit))
     except OSError:
-        _remove_cgroup(path)
+        remove_cgroup(path)
         return None
     return path
 
 
-def _remove_cgroup(path: str | None) -> None:
+def remove_cgroup(path: str | None) -> None:
     """Remove the command's cgroup once its last task is gone (the kernel needs a moment)."""
     if path is None:
         return
@@ -453,7 +454,7 @@ def _supervise(child: int, processes: int, report_path: str | None, cgroup: str 
 
     def stop(_signum: int, _frame: object) -> None:
         _kill_all(child)
-        _remove_cgroup(cgroup)
+        remove_cgroup(cgroup)
         os._exit(128 + signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
@@ -468,7 +469,7 @@ def _supervise(child: int, processes: int, report_path: str | None, cgroup: str 
     os.close(pidfd)
     status = _EXITED[child]
     _kill_all(child)
-    _remove_cgroup(cgroup)
+    remove_cgroup(cgroup)
     _write_report(report_path, report)
     code = os.waitstatus_to_exitcode(status)
     return 128 - code if code < 0 else code

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from remora.errors import ToolError
-from remora.tools.isolation._launcher import _remove_cgroup, landlock_abi, pids_cgroup
+from remora.tools.isolation._launcher import landlock_abi, pids_cgroup, remove_cgroup
 
 IsolationLevel = Literal["bwrap", "landlock", "none"]
 IsolationSetting = Literal["auto", "bwrap", "landlock", "none"]
@@ -126,7 +126,7 @@ def _root_process_limit() -> str:
         return ""
     trial = pids_cgroup(1)
     if trial is not None:
-        _remove_cgroup(trial)
+        remove_cgroup(trial)
         return ""
     return (
         "; as root with no writable pids cgroup the process limit is only the supervisor's "
