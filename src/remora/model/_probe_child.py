@@ -36,14 +36,14 @@ def main(argv: list[str]) -> int:
     from remora.errors import RemoraError
     from remora.model.base import Message, ModelRequest
     from remora.model.llama_cpp import LlamaCppBackend
-    from remora.model.load_probe import PLAIN_BUFFERS, WITH_EXTRA_BUFFERS
+    from remora.model.load_probe import profile_named
 
     collect = _Collect()
     logger = logging.getLogger("remora.model.llama_cpp")
     logger.addHandler(collect)
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
-    profile = WITH_EXTRA_BUFFERS if request["extra_buffers"] else PLAIN_BUFFERS
+    profile = profile_named(request["profile"])
     try:
         _say("stage", "load")
         backend = LlamaCppBackend(

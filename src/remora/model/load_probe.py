@@ -16,6 +16,7 @@ Code: MODEL_024 every profile crashed the probe child (the build does not run on
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -46,8 +47,20 @@ ProbeOutcome = Literal["ok", "signal", "error", "timeout"]
 PROBE_TIMEOUT = 120.0
 """Seconds one probe child may take (a load and a few tokens take about a second idle)."""
 PROBE_TOKENS = 4
-STAGES = ("import", "load", "prompt", "generate")
+
+_STAGE_WORDS = {
+    "import": "importing llama_cpp",
+    "load": "loading the weights",
+    "prompt": "evaluating the prompt",
+    "generate": "generating",
+}
+STAGES = tuple(_STAGE_WORDS)
 """What the child announces before each step, so a crash names the step it died in."""
+
+
+def _while(stage: str | None) -> str:
+    return f" while {_STAGE_WORDS.get(stage, stage)}" if stage else ""
+
 
 REBUILD_HINT = (
     "reinstall llama-cpp-python without native CPU extensions: "
@@ -133,20 +146,12 @@ class ProbeVerdict(BaseModel):
 
 
 def _attempt_text(attempt: ProbeAttempt) -> str:
-    stage = f" while {_STAGE_WORDS.get(attempt.stage, attempt.stage)}" if attempt.stage else ""
+    stage = _while(attempt.stage)
     if attempt.outcome == "signal":
         return f"died by {attempt.signal}{stage}"
     if attempt.outcome == "timeout":
         return f"timed out{stage}"
     return f"failed{stage}: {attempt.detail}"
-
-
-_STAGE_WORDS = {
-    "import": "importing llama_cpp",
-    "load": "loading the weights",
-    "prompt": "evaluating the prompt",
-    "generate": "generating",
-}
 
 
 # The cache key ------------------------------------------------------------------------
@@ -166,8 +171,11 @@ def llama_cpp_version() -> str:
         return "not installed"
 
 
+@functools.cache
 def build_fingerprint() -> dict[str, object]:
-    """The installed llama.cpp build: the package version and its shared libraries."""
+    """The installed llama.cpp build: the package version and its shared libraries. Read
+    once per process: the libraries this process loads are the ones installed when it
+    started, so a reinstall is seen by the next process."""
     libraries: list[list[object]] = []
     package = _llama_cpp_dir()
     if package is not None:
@@ -178,8 +186,10 @@ def build_fingerprint() -> dict[str, object]:
     return {"version": llama_cpp_version(), "libraries": libraries}
 
 
+@functools.cache
 def machine_fingerprint(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, object]:
-    """The CPU model and flags, the architecture and the kernel (AMX needs its permission)."""
+    """The CPU model and flags, the architecture and the kernel (AMX needs its permission);
+    read once per process."""
     model = flags = ""
     try:
         for line in cpuinfo.read_text(errors="replace").splitlines():
@@ -238,7 +248,7 @@ class ChildRequest:
     def argv(self) -> list[str]:
         payload = {
             "model_path": str(self.model_path),
-            "extra_buffers": self.profile.extra_buffers,
+            "profile": self.profile.name,
             "threads": self.threads,
             "batch_size": self.batch_size,
             "tokens": PROBE_TOKENS,
@@ -360,6 +370,15 @@ def _write_cached(path: Path, verdict: ProbeVerdict) -> None:
         pass
 
 
+def _verdict_path(key: str, environ: Mapping[str, str] | None) -> Path:
+    return probe_dir(environ) / f"{key}.json"
+
+
+def _cached_under(key: str, environ: Mapping[str, str] | None) -> ProbeVerdict | None:
+    cached = _read_cached(_verdict_path(key, environ))
+    return cached if cached is not None and cached.key == key else None
+
+
 def cached_verdict(
     model_path: Path,
     *,
@@ -368,9 +387,7 @@ def cached_verdict(
     environ: Mapping[str, str] | None = None,
 ) -> ProbeVerdict | None:
     """The verdict an earlier probe left for these settings, if any."""
-    key = probe_key(model_path, threads=threads, batch_size=batch_size)
-    cached = _read_cached(probe_dir(environ) / f"{key}.json")
-    return cached if cached is not None and cached.key == key else None
+    return _cached_under(probe_key(model_path, threads=threads, batch_size=batch_size), environ)
 
 
 def probe(
@@ -390,12 +407,10 @@ def probe(
     not the CPU's doing (a corrupt file, a missing package) and the real load will report
     it. Verdicts with a timeout are not cached (a busy machine is not a broken build).
     """
-    if not refresh:
-        cached = cached_verdict(model_path, threads=threads, batch_size=batch_size, environ=environ)
-        if cached is not None:
-            return cached
     key = probe_key(model_path, threads=threads, batch_size=batch_size)
-    path = probe_dir(environ) / f"{key}.json"
+    cached = None if refresh else _cached_under(key, environ)
+    if cached is not None:
+        return cached
     attempts: list[ProbeAttempt] = []
     chosen: str | None = None
     for profile in PROFILES:
@@ -416,7 +431,7 @@ def probe(
         llama_cpp_version=llama_cpp_version(),
     )
     if all(a.outcome in {"ok", "signal"} for a in attempts):
-        _write_cached(path, verdict)
+        _write_cached(_verdict_path(key, environ), verdict)
     return verdict
 
 
@@ -457,11 +472,10 @@ def choose_profile(
         _log.warning("llama.cpp load probe did not finish: %s", verdict.describe())
         return untried[0], verdict
     last = verdict.attempts[-1]
-    where = f" while {_STAGE_WORDS.get(last.stage, last.stage)}" if last.stage else ""
     names = ", ".join(a.profile for a in verdict.attempts)
     raise ModelError(
         "MODEL_024",
-        f"the llama.cpp build crashes on this CPU ({last.signal}{where}, with every load "
-        f"profile: {names})",
+        f"the llama.cpp build crashes on this CPU ({last.signal}{_while(last.stage)}, "
+        f"with every load profile: {names})",
         REBUILD_HINT.format(version=verdict.llama_cpp_version),
     )
