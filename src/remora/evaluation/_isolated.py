@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,9 +26,6 @@ from remora.errors import RemoraError
 from remora.evaluation._commands import CommandResult
 from remora.tools.isolation import project_sandbox
 from remora.workspace.base import normalize_path, resolve_inside
-
-_IN_DIRECTORY = "import os, sys; os.chdir(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])"
-"""Starts ``argv`` in a sub-directory of the sandbox's root (the launcher starts in the root)."""
 
 
 class ScratchStore:
@@ -106,16 +102,17 @@ def run_isolated(
     Never raises for the command's own failures: a timeout, a sandbox that cannot be set up
     or a process storm come back as a failed :class:`CommandResult` for the report.
     """
-    root = Path(os.path.commonpath([str(cwd.resolve()), *(str(p.resolve()) for p in within)]))
-    command = [sys.executable, "-c", _IN_DIRECTORY, str(cwd.resolve()), *argv]
+    start = cwd.resolve()
+    root = Path(os.path.commonpath([str(start), *(str(p.resolve()) for p in within)]))
     try:
         with project_sandbox(ScratchStore(root), tools, harvest=True) as box:
             result = box.run(
-                command,
+                argv,
                 timeout=timeout,
                 what=what,
                 pythonpath=list(pythonpath),
                 env=dict(env or {}),
+                cwd=start,
             )
     except RemoraError as exc:
         timed_out = exc.code == "TOOL_201"

@@ -144,13 +144,18 @@ class Sandbox:
         pythonpath: Sequence[Path] = (),
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
     ) -> CommandResult:
         """Run ``argv`` in the sandbox; TOOL_201 on timeout, TOOL_803/TOOL_804 as documented.
 
-        ``env`` adds variables to the scrubbed environment (``PYTHONHASHSEED``, say)."""
-        return self._launch(
-            ["-I", "-S"], {"argv": list(argv)}, timeout, what, pythonpath, output_limit, env
-        )
+        ``env`` adds variables to the scrubbed environment (``PYTHONHASHSEED``, say);
+        ``cwd`` is a directory below :attr:`root` to start in (default: the root)."""
+        command: dict[str, Any] = {"argv": list(argv)}
+        if cwd is not None:
+            if not _within(cwd, self.root):
+                raise ValueError(f"{cwd} is not below the sandbox's root {self.root}")
+            command["cwd"] = str(cwd)
+        return self._launch(["-I", "-S"], command, timeout, what, pythonpath, output_limit, env)
 
     def run_python(
         self,
