@@ -51,7 +51,9 @@ from remora.tools.capabilities.inputs import (
     Observation,
     Target,
     draft,
+    left_out,
     load_target,
+    nothing_as_data,
     observe_cases,
 )
 from remora.tools.capabilities.lint import module_names, module_tests
@@ -112,12 +114,7 @@ def write_characterization_tests(
         )
     text, tests, notes = _render(target, kept)
     if not tests:
-        reasons = "; ".join(f"{n['case']}: {n['reason']}" for n in notes[:3])
-        raise ToolError(
-            "TOOL_705",
-            f"no observed behaviour can be written as data: {reasons}",
-            "propose argument lists made of literals, builtins and the module's classes",
-        )
+        raise nothing_as_data("no observed behaviour", notes)
     test_path = _test_path(ctx, target)
     write_text(ctx, test_path, text)
     job.test_path, job.tests, job.verified = test_path, tests, None
@@ -150,10 +147,10 @@ def _render(
         try:
             behaviour, note = _behaviour(observation, callee, scope)
         except CaseError as exc:
-            notes.append({"case": observation.case[:80], "reason": f"left out: {exc}"})
+            notes.append(left_out(observation, f"left out: {exc}"))
             continue
         if note:
-            notes.append({"case": observation.case[:80], "reason": note})
+            notes.append(left_out(observation, note))
         behaviours.append(behaviour)
         written.append(observation)
     if not behaviours:

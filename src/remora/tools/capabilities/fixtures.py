@@ -34,7 +34,14 @@ from remora.tools.capabilities._arguments import (
 )
 from remora.tools.capabilities._registry import CapabilityContext, capability
 from remora.tools.capabilities._store_io import write_text
-from remora.tools.capabilities.inputs import Observation, draft, load_target, observe_cases
+from remora.tools.capabilities.inputs import (
+    Observation,
+    draft,
+    left_out,
+    load_target,
+    nothing_as_data,
+    observe_cases,
+)
 from remora.tools.capabilities.lint import module_names
 
 FORMATS = ("json", "yaml")
@@ -72,19 +79,14 @@ def write_fixtures(
             "propose fixtures whose values fit the parameters, then validate them",
         )
     entries: list[dict[str, Any]] = []
-    left_out: list[dict[str, str]] = []
+    notes: list[dict[str, str]] = []
     for observation in usable:
         try:
             entries.append(fixture(observation, target.allowed))
         except CaseError as exc:
-            left_out.append({"case": observation.case[:80], "reason": f"left out: {exc}"})
+            notes.append(left_out(observation, f"left out: {exc}"))
     if not entries:
-        reasons = "; ".join(f"{n['case']}: {n['reason']}" for n in left_out[:3])
-        raise ToolError(
-            "TOOL_705",
-            f"no fixture of {qualname} can be written as data: {reasons}",
-            "propose argument lists made of literals, builtins and the module's classes",
-        )
+        raise nothing_as_data(f"no fixture of {qualname}", notes)
     module = module_names(target.path)[0]
     data = {
         "function": f"{module}.{qualname}",
@@ -110,8 +112,8 @@ def write_fixtures(
         "results_omitted": len(omitted),
         "format": kind,
     }
-    if left_out:
-        job.fixture_report["left_out"] = left_out
+    if notes:
+        job.fixture_report["left_out"] = notes
     return job.fixture_report
 
 

@@ -111,6 +111,22 @@ class Draft:
         return distinct
 
 
+def left_out(observation: Observation, reason: str) -> dict[str, str]:
+    """A note for the tool result: an observed case that was not written, and why."""
+    return {"case": observation.case[:80], "reason": reason}
+
+
+def nothing_as_data(what: str, notes: list[dict[str, str]]) -> ToolError:
+    """TOOL_705 when every observed case was left out: ``what`` names what cannot be
+    written; the first reasons go with it, so the model can propose other cases."""
+    reasons = "; ".join(f"{n['case']}: {n['reason']}" for n in notes[:3])
+    return ToolError(
+        "TOOL_705",
+        f"{what} can be written as data: {reasons}",
+        "propose argument lists made of literals, builtins and the module's classes",
+    )
+
+
 _DRAFTS: OrderedDict[tuple[str, str, str], Draft] = OrderedDict()
 _DRAFTS_LOCK = threading.Lock()
 
