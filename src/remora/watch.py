@@ -31,7 +31,7 @@ from watchfiles import Change, awatch
 
 from remora.config import RemoraConfig
 from remora.definitions import SubagentDefinition
-from remora.discovery import CSTNode, DiscoveryProblem, discover
+from remora.discovery import CSTNode, DiscoveryProblem, DiscoveryResult, discover
 from remora.discovery.walker import relative_to_root
 from remora.errors import DiscoveryError, RemoraError
 from remora.events import Emitter
@@ -75,35 +75,46 @@ class Watcher:
     def discover(self, paths: Iterable[Path]) -> tuple[list[CSTNode], set[str]]:
         """Nodes of ``paths`` and the files (project-relative) left out for syntax errors.
 
-        Each path is discovered on its own: one deleted after its event arrived (DISC_001
-        from discovery) is reported and skipped without losing the rest of the batch.
+        The batch is discovered in one pass. When a path was deleted after its event
+        arrived (DISC_001 from discovery), the batch is discovered again path by path, so
+        the vanished one is reported and skipped without losing the rest.
         """
+        existing = [path for path in paths if path.exists()]
+        if not existing:
+            return [], set()
+        try:
+            results = [discover(existing, self.config.discovery, root=self.root)]
+        except DiscoveryError as exc:
+            if exc.code != MISSING:
+                raise
+            results = [found for path in existing if (found := self._discover_one(path))]
         nodes: list[CSTNode] = []
         broken: set[str] = set()
-        for path in paths:
-            if not path.exists():
-                continue  # deleted before the batch was handled: nothing to run
-            try:
-                found = discover([path], self.config.discovery, root=self.root)
-            except DiscoveryError as exc:
-                if exc.code != MISSING:
-                    raise
-                # It existed a moment ago: it was deleted (maybe created again) since.
-                self._report(
-                    DiscoveryProblem(
-                        code="DISC_105",
-                        path=relative_to_root(path, self.root),
-                        message="deleted before it could be read; skipped",
-                        hint="it is read again when it is saved",
-                    )
-                )
-                continue
+        for found in results:
             for problem in found.problems:
                 if problem.code == SYNTAX_ERROR:
                     broken.add(problem.path)
                 self._report(problem)
             nodes.extend(node for node in found.nodes if node.file_path not in broken)
         return nodes, broken
+
+    def _discover_one(self, path: Path) -> DiscoveryResult | None:
+        """``path`` discovered alone; None, reported as DISC_105, when it is gone."""
+        try:
+            return discover([path], self.config.discovery, root=self.root)
+        except DiscoveryError as exc:
+            if exc.code != MISSING:
+                raise
+        # It existed a moment ago: it was deleted (maybe created again) since.
+        self._report(
+            DiscoveryProblem(
+                code="DISC_105",
+                path=relative_to_root(path, self.root),
+                message="deleted before it could be read; skipped",
+                hint="it is read again when it is saved",
+            )
+        )
+        return None
 
     def _report(self, problem: DiscoveryProblem) -> None:
         if self.callbacks.on_problem is not None:
