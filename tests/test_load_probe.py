@@ -232,19 +232,33 @@ def _embedded() -> Path:
     return resolve_model_path(ModelConfig())
 
 
-def test_doctor_shows_the_cached_fallback_and_why(tmp_path: Path) -> None:
-    """A verdict left by an earlier probe on an AMX-faulting machine, as doctor reports it."""
-    path = _embedded()
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    config = ModelConfig()
+def leave_verdict(env: dict[str, str], profile: str | None, attempts: list[ProbeAttempt]) -> Path:
+    """Cache a verdict for the embedded model at doctor's settings, as an earlier probe on
+    another machine would have; the model's path."""
     from remora.model.llama_cpp import thread_choice
 
-    threads = thread_choice(None)[0]
-    key = probe_key(path, threads=threads, batch_size=config.batch_size)
+    path = _embedded()
+    key = probe_key(path, threads=thread_choice(None)[0], batch_size=ModelConfig().batch_size)
     verdict = ProbeVerdict(
         key=key,
-        profile="plain_buffers",
-        attempts=[
+        profile=profile,
+        attempts=attempts,
+        probed_at="2026-11-27T10:00:00+00:00",
+        llama_cpp_version="0.3.36",
+    )
+    target = probe_dir(env) / f"{key}.json"
+    target.parent.mkdir(parents=True)
+    target.write_text(verdict.model_dump_json())
+    return path
+
+
+def test_doctor_shows_the_cached_fallback_and_why(tmp_path: Path) -> None:
+    """A verdict left by an earlier probe on an AMX-faulting machine, as doctor reports it."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    path = leave_verdict(
+        env,
+        "plain_buffers",
+        [
             ProbeAttempt(
                 profile="extra_buffers",
                 outcome="signal",
@@ -254,12 +268,7 @@ def test_doctor_shows_the_cached_fallback_and_why(tmp_path: Path) -> None:
             ),
             ProbeAttempt(profile="plain_buffers", outcome="ok", seconds=1.1, buffers=["CPU"]),
         ],
-        probed_at="2026-11-27T10:00:00+00:00",
-        llama_cpp_version="0.3.36",
     )
-    target = probe_dir(env) / f"{key}.json"
-    target.parent.mkdir(parents=True)
-    target.write_text(verdict.model_dump_json())
     result = CliRunner().invoke(
         app, ["--set", f"model.path={path}", "doctor", str(tmp_path), "-f", "json"], env=env
     )
@@ -279,25 +288,16 @@ def test_doctor_shows_the_cached_fallback_and_why(tmp_path: Path) -> None:
 
 
 def test_doctor_exits_1_when_every_profile_crashed(tmp_path: Path) -> None:
-    path = _embedded()
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    from remora.model.llama_cpp import thread_choice
-
-    key = probe_key(path, threads=thread_choice(None)[0], batch_size=ModelConfig().batch_size)
     crash = {"outcome": "signal", "signal": "SIGILL", "stage": "load", "seconds": 0.5}
-    verdict = ProbeVerdict(
-        key=key,
-        profile=None,
-        attempts=[
+    path = leave_verdict(
+        env,
+        None,
+        [
             ProbeAttempt(profile="extra_buffers", **crash),  # type: ignore[arg-type]
             ProbeAttempt(profile="plain_buffers", **crash),  # type: ignore[arg-type]
         ],
-        probed_at="2026-11-27T10:00:00+00:00",
-        llama_cpp_version="0.3.36",
     )
-    target = probe_dir(env) / f"{key}.json"
-    target.parent.mkdir(parents=True)
-    target.write_text(verdict.model_dump_json())
     result = CliRunner().invoke(
         app, ["--set", f"model.path={path}", "doctor", str(tmp_path), "-f", "json"], env=env
     )
