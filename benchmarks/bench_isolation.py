@@ -131,8 +131,8 @@ def call_rows(root: Path, scratch: Path, rounds: int) -> dict[str, float]:
 
 def eval_rows(root: Path, rounds: int) -> dict[str, float]:
     """Medians of one eval command on the host and in each sandbox level."""
-    from remora.evaluation._commands import run_command as host_command
-    from remora.evaluation._package import resolve_package
+    from remora.evaluation.commands import run_command as host_command
+    from remora.evaluation.package import resolve_package
 
     package = root / "evalpkg"
     (package / "pkg").mkdir(parents=True)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from remora.config import RemoraConfig
 from remora.contracts import JobKey
-from remora.definitions import load_agents
 from remora.discovery import discover
+from remora.operations import load_agents
 from remora.orchestration import Job, plan_jobs, run_job, run_jobs
 from remora.tools.runtime import ToolRuntime
 from remora.watch import WatchCallbacks, Watcher

@@ -33,13 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from remora.config import ModelConfig, RemoraConfig
-from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.harness import run_harness
 from remora.model.base import Message, ModelClient, ModelRequest, ToolSpec
 from remora.model.defaults import resolve_model_path
 from remora.model.llama_cpp import LlamaCppBackend, thread_choice, usable_cpus
 from remora.model.openai_http import OpenAIBackend
+from remora.operations import load_agents
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

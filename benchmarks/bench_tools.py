@@ -23,7 +23,8 @@ from pathlib import Path
 
 from remora.config import ToolsConfig
 from remora.definitions import ToolDefinition
-from remora.tools.capabilities import CAPABILITIES, CapabilityContext
+from remora.operations import installed_operations
+from remora.tools.capabilities import CapabilityContext
 from remora.tools.runtime import ToolRuntime
 from remora.workspace.base import normalize_path
 
@@ -96,9 +97,12 @@ def main() -> int:
         (root / "pkg" / "mod.py").write_text("def f():\n    return 1\n" * 20, encoding="utf-8")
         (root / "read.pym").write_text(SCRIPT, encoding="utf-8")
         config = ToolsConfig()
-        context = CapabilityContext(store=ReadOnlyStore(root), config=config, system={})
+        capabilities = installed_operations().capabilities
+        context = CapabilityContext(
+            store=ReadOnlyStore(root), config=config, system={}, capabilities=capabilities
+        )
         tool = ToolDefinition(name="read", pym=root / "read.pym", effect="read")
-        capability = CAPABILITIES["read_file"]
+        capability = capabilities["read_file"]
         arguments = {"path": "pkg/mod.py"}
 
         with ToolRuntime(config) as runtime:

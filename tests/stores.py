@@ -21,6 +21,7 @@ from typing import Any
 
 from remora.config import ToolsConfig
 from remora.errors import WorkspaceError
+from remora.operations import installed_operations
 from remora.tools.capabilities import CapabilityContext
 from remora.workspace.base import normalize_path, resolve_inside
 from remora.workspace.manager import WorkspaceManager
@@ -167,8 +168,11 @@ def overlay_store(root: Path) -> OverlayWorkspace:
 def capability_context(
     root: Path, system: dict[str, Any] | None = None, **limits: Any
 ) -> CapabilityContext:
-    """A context over a fresh real overlay workspace of ``root``, as users get it;
-    ``limits`` override ToolsConfig fields."""
+    """A context over a fresh real overlay workspace of ``root``, as users get it, offering
+    every installed capability; ``limits`` override ToolsConfig fields."""
     return CapabilityContext(
-        store=overlay_store(root), config=ToolsConfig(**limits), system=dict(system or {})
+        store=overlay_store(root),
+        config=ToolsConfig(**limits),
+        system=dict(system or {}),
+        capabilities=installed_operations().capabilities,
     )

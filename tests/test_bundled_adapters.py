@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from remora.definitions import load_agents
 from remora.model.base import Message, ModelRequest
 from remora.model.llama_cpp import LlamaCppBackend
+from remora.operations import load_agents
 
 MAX_BYTES = 10 * 1024 * 1024
 PROMPTS = (

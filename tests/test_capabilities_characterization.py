@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from remora.errors import ToolError
-from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities._testgen import MARKER
-from remora.tools.capabilities.characterization import (
+from remora.operations.characterize._testgen import MARKER
+from remora.operations.characterize.characterization import (
     characterization_result,
     existing_tests,
     run_characterization_tests,
@@ -17,7 +16,8 @@ from remora.tools.capabilities.characterization import (
     write_characterization_tests,
     write_custom_tests,
 )
-from remora.tools.capabilities.inputs import observe_cases, propose_cases
+from remora.operations.characterize.inputs import observe_cases, propose_cases
+from remora.tools.capabilities import CapabilityContext
 from tests.stores import capability_context, write_tree
 
 # grade's body: `if` (1), word = "big" (2), word = "small" (3), return (4): four statements,

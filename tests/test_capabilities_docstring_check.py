@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from remora.operations.docstring.check import docstring_check, docstring_summary_check
+from remora.operations.docstring.docstrings import docstring_set
 from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities.docstring_check import docstring_check, docstring_summary_check
-from remora.tools.capabilities.docstrings import docstring_set
 from tests.stores import capability_context, write_tree
 
 SOURCE = '''"""Module."""

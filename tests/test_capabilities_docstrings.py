@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remora.errors import ToolError
+from remora.operations.docstring._format import DocstringContent, parse_docstring, render
+from remora.operations.docstring.docstrings import docstring_get, docstring_set
 from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities._docstring_format import DocstringContent, parse_docstring, render
-from remora.tools.capabilities.docstrings import docstring_get, docstring_set
 from remora.tools.capabilities.files import read_file
 from tests.stores import capability_context, write_tree
 

@@ -15,16 +15,16 @@ import pytest
 import yaml
 
 from remora.errors import ToolError
-from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities._arguments import module_scope
-from remora.tools.capabilities.fixtures import (
+from remora.operations.characterize._arguments import module_scope
+from remora.operations.characterize.fixtures import (
     as_data,
     fixture,
     fixture_path,
     fixtures_result,
     write_fixtures,
 )
-from remora.tools.capabilities.inputs import Observation, observe_cases
+from remora.operations.characterize.inputs import Observation, observe_cases
+from remora.tools.capabilities import CapabilityContext
 from tests.stores import capability_context, write_tree
 
 MODULE = '''"""Functions whose calls become fixtures."""

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from remora.errors import ToolError
-from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities.inputs import (
+from remora.operations.characterize.inputs import (
     MODEL_LIMIT,
     Observation,
     characterizable,
@@ -18,6 +17,7 @@ from remora.tools.capabilities.inputs import (
     propose_cases,
     signature_inputs,
 )
+from remora.tools.capabilities import CapabilityContext
 from tests.stores import capability_context, write_tree
 
 MODULE = '''import os

@@ -8,15 +8,14 @@ from typing import Any
 import pytest
 
 from remora.errors import ToolError
-from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities.files import read_file
-from remora.tools.capabilities.lint import (
+from remora.operations.lint.capabilities import (
     lint_fix,
     lint_issues,
     lint_verify,
-    module_names,
-    module_tests,
 )
+from remora.tools.capabilities import CapabilityContext
+from remora.tools.capabilities.files import read_file
+from remora.tools.capabilities.project import module_names, module_tests
 from tests.stores import capability_context, write_tree
 
 MODULE = """import os

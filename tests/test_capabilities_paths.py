@@ -67,11 +67,11 @@ def ctx(tmp_path: Path) -> CapabilityContext:
 
 
 def test_every_path_capability_is_covered() -> None:
-    from remora.tools.capabilities import CAPABILITIES
+    from remora.operations import installed_operations
 
     takes_path = {
         name
-        for name, cap in CAPABILITIES.items()
+        for name, cap in installed_operations().capabilities.items()
         if {"path", "paths", "module_path"} & set(cap.signature.parameters)
     }
     assert takes_path == set(PATH_CALLS)

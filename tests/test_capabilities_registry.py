@@ -1,4 +1,5 @@
-"""The capability registry: names, signatures without ctx, binding, unknown names."""
+"""The capability registry: names, signatures without ctx, binding, unknown names, and
+nothing registered by importing a module."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import Any
 import pytest
 
 from remora.errors import ToolError
-from remora.tools.capabilities import CAPABILITIES, bind_capabilities
+from remora.operations import installed_operations
+from remora.tools.capabilities import TOOLKIT, bind_capabilities, capabilities_of, capability
 from tests.stores import capability_context, write_tree
 
+CAPABILITIES = installed_operations().capabilities
 EXPECTED = {
     "read_lines",
     "read_file",
@@ -111,3 +114,25 @@ def test_results_are_json_values_and_arguments_are_coerced(tmp_path: Path) -> No
         with pytest.raises(ToolError) as info:
             caps[name](**kwargs)
         assert info.value.code == "TOOL_104", name
+
+
+def test_marking_registers_nothing_and_modules_are_listed_explicitly() -> None:
+    import types
+
+    module = types.ModuleType("user_caps")
+
+    def shout(ctx: Any, text: str) -> str:
+        """Upper-case ``text``."""
+        return text.upper()
+
+    shout.__module__ = "user_caps"
+    module.shout = capability(shout)  # type: ignore[attr-defined]
+    module.read_file = TOOLKIT["read_file"].func  # imported, not defined here: not listed
+    assert "shout" not in installed_operations().capabilities
+    assert list(capabilities_of(module)) == ["shout"]
+
+
+def test_toolkit_is_generic_and_operations_bring_their_own() -> None:
+    assert "read_file" in TOOLKIT and "lint_fix" not in TOOLKIT
+    lint = installed_operations().get("lint")
+    assert set(lint.capabilities) == {"lint_issues", "lint_fix", "lint_verify"}

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from remora.tools.capabilities._arguments import (
+from remora.operations.characterize._arguments import (
     MAX_CASE_CHARS,
     Case,
     CaseError,

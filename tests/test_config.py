@@ -14,6 +14,9 @@ from remora.config import (
     parse_assignments,
 )
 from remora.errors import ConfigError
+from remora.operations import installed_operations
+
+DEFAULTS = installed_operations().default_configs()
 
 
 def write(path: Path, text: str) -> Path:
@@ -23,11 +26,13 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_defaults_are_valid_and_deterministic() -> None:
-    config = RemoraConfig()
+    assert RemoraConfig().operations == {}  # the config layer names no operation
+    config = load_config(None, environ={}, operations=DEFAULTS).config
     assert config.runner.temperature == 0.0
     assert config.runner.tool_choice == "required"
     assert config.operations["docstring"].options == {"style": "google"}
     assert config.enabled_operations() == ["lint", "docstring", "test", "sample_data"]
+    assert config == installed_operations().config()
 
 
 def test_yaml_file_found_upward_from_target(tmp_path: Path) -> None:
@@ -46,7 +51,7 @@ def test_pyproject_tool_remora_is_used(tmp_path: Path) -> None:
         tmp_path / "pyproject.toml",
         '[project]\nname = "x"\n\n[tool.remora.operations.docstring.options]\nstyle = "numpy"\n',
     )
-    loaded = load_config(tmp_path, environ={})
+    loaded = load_config(tmp_path, environ={}, operations=DEFAULTS)
     assert loaded.config.operations["docstring"].options["style"] == "numpy"
     assert loaded.config.operations["lint"].enabled is True
 
@@ -94,7 +99,7 @@ def test_env_values_are_parsed_like_yaml() -> None:
 
 def test_operation_merge_keeps_other_operations(tmp_path: Path) -> None:
     write(tmp_path / "remora.yaml", "operations:\n  sample_data:\n    enabled: false\n")
-    config = load_config(tmp_path, environ={}).config
+    config = load_config(tmp_path, environ={}, operations=DEFAULTS).config
     assert config.enabled_operations() == ["lint", "docstring", "test"]
     assert config.operations["docstring"].options["style"] == "google"
 

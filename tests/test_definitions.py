@@ -18,9 +18,9 @@ from remora.definitions import (
     check_agent,
     check_agents,
     load_agent,
-    load_agents,
 )
 from remora.errors import AgentDefinitionError
+from remora.operations import load_agents
 from remora.tools.pym import SYSTEM_INPUTS
 
 HARNESS = BUNDLED_AGENTS_DIR / "harness"

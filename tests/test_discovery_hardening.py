@@ -26,14 +26,14 @@ from remora.discovery import DiscoveryResult, discover
 from remora.discovery.models import PROBLEM_HINTS, DiscoveryProblem
 from remora.discovery.parser import load_query_pack, parse_source
 from remora.errors import DiscoveryError, ToolError
+from remora.operations.characterize.characterization import characterization_result, existing_tests
+from remora.operations.characterize.inputs import characterizable, propose_cases, signature_inputs
+from remora.operations.docstring.check import docstring_check
+from remora.operations.docstring.docstrings import docstring_get, docstring_set
+from remora.operations.lint.capabilities import lint_fix, lint_issues, lint_verify
 from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities._store_io import read_source, read_text, scan_text
-from remora.tools.capabilities.characterization import characterization_result, existing_tests
-from remora.tools.capabilities.docstring_check import docstring_check
-from remora.tools.capabilities.docstrings import docstring_get, docstring_set
 from remora.tools.capabilities.files import node_source
-from remora.tools.capabilities.inputs import characterizable, propose_cases, signature_inputs
-from remora.tools.capabilities.lint import lint_fix, lint_issues, lint_verify
+from remora.tools.capabilities.store_io import read_source, read_text, scan_text
 from remora.workspace import WorkspaceManager
 from tests.stores import capability_context, write_tree
 from tests.support.cli_process import run_remora

@@ -18,7 +18,7 @@ from remora.config_reference import (
 )
 from remora.definitions import NODE_CONTEXT_VARIABLES, ToolDefinition, check_agent
 from remora.errors import ConfigError
-from remora.tools.capabilities import CAPABILITIES
+from remora.operations import installed_operations
 from remora.tools.runtime import ToolRuntime
 from tests.stores import capability_context, write_tree
 
@@ -86,7 +86,7 @@ def test_invalid_value_hint_points_at_the_configuration_reference(tmp_path: Path
 
 def test_writing_an_agent_covers_the_contracts() -> None:
     text = read(WRITING_AN_AGENT)
-    for name in CAPABILITIES:
+    for name in installed_operations().capabilities:
         assert f"`{name}(" in text, f"capability {name} is not documented"
     for variable in NODE_CONTEXT_VARIABLES:
         assert f"`{variable}`" in text, f"system input {variable} is not documented"
@@ -111,7 +111,9 @@ def example_agent(root: Path) -> Path:
 
 
 def test_example_agent_validates_and_its_tools_work(tmp_path: Path) -> None:
-    check = check_agent(example_agent(tmp_path / "agents"))
+    check = check_agent(
+        example_agent(tmp_path / "agents"), registry=installed_operations().capabilities
+    )
     assert check.ok, [problem.render() for problem in check.problems]
     agent = check.definition
     assert agent is not None

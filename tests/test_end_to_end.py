@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from remora.tools.capabilities.docstring_check import docstring_check, docstring_summary_check
-from remora.tools.capabilities.lint import lint_issues
+from remora.operations.docstring.check import docstring_check, docstring_summary_check
+from remora.operations.lint.capabilities import lint_issues
 from tests.cli_helpers import run_cli
 from tests.stores import capability_context, write_tree
 

@@ -15,15 +15,16 @@ from typing import Any
 
 import pytest
 
-from remora.evaluation._functions import FunctionRef
-from remora.evaluation._hypothesis import (
+from remora.evaluation.functions import FunctionRef
+from remora.evaluation.package import Project, resolve_package
+from remora.evaluation.report import OperationReport, Score
+from remora.operations.characterize._hypothesis import (
     HYPOTHESIS_MISSING,
     from_type_fixtures,
     ghostwriter_coverage,
 )
-from remora.evaluation._package import Project, resolve_package
-from remora.evaluation._testrun import TESTS_FAILED, run_test_file
-from remora.evaluation.characterize import (
+from remora.operations.characterize._testrun import TESTS_FAILED, run_test_file
+from remora.operations.characterize.evaluation import (
     BUILDS,
     GHOSTWRITER,
     HOST_ONLY,
@@ -32,7 +33,6 @@ from remora.evaluation.characterize import (
     evaluate_sample_data,
     evaluate_test,
 )
-from remora.evaluation.report import OperationReport, Score
 from tests.stores import write_tree
 from tests.support.eval_context import EVAL_PACKAGE, RecordingProgress, eval_context
 from tests.support.policy_characterize import sample_data_policy

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from remora.evaluation._remora import RemoraSession
-from remora.evaluation.docstring import (
+from remora.evaluation.report import OperationReport, Score
+from remora.evaluation.session import RemoraSession
+from remora.operations.docstring.evaluation import (
     BASELINE,
     FIXED_STEPS,
     REFERENCE,
@@ -20,7 +21,6 @@ from remora.evaluation.docstring import (
     name_summary,
     public_docstrings,
 )
-from remora.evaluation.report import OperationReport, Score
 from tests.stores import write_tree
 from tests.support.eval_context import RecordingProgress, eval_context
 from tests.support.policy_docstring import SUMMARIES, docstring_policy, submit_only_policy

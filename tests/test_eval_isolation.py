@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from remora.evaluation._commands import run_command
-from remora.evaluation._package import Project, resolve_package
+from remora.evaluation.commands import run_command
+from remora.evaluation.package import Project, resolve_package
 
 SPY = """
 import json, os, socket, pathlib

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from remora.evaluation import lint
-from remora.evaluation._context import EvalContext
-from remora.evaluation._injections import (
+from remora.evaluation.context import EvalContext
+from remora.evaluation.package import Project, resolve_package
+from remora.evaluation.report import OperationReport, operation_notes, operation_rows
+from remora.operations.lint import evaluation as lint
+from remora.operations.lint._injections import (
     CATALOGUE,
     SELECT,
     Injection,
@@ -23,9 +25,7 @@ from remora.evaluation._injections import (
     inject_keeping_tests,
     inject_module,
 )
-from remora.evaluation._package import Project, resolve_package
-from remora.evaluation.report import OperationReport, operation_notes, operation_rows
-from remora.tools.capabilities._lint_rules import DEFAULT_RULES
+from remora.operations.lint.rules import DEFAULT_RULES
 from remora.tools.capabilities.ruff import ruff_command
 from tests.support.eval_context import EVAL_PACKAGE, RecordingProgress, eval_context
 from tests.support.policy_lint import lint_policy

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from remora.errors import EvalError
-from remora.evaluation._package import is_test_path, resolve_package
+from remora.evaluation.package import is_test_path, resolve_package
 from tests.support.eval_context import EVAL_PACKAGE
 
 

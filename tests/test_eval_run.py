@@ -9,18 +9,20 @@ from pathlib import Path
 import pytest
 
 from remora.errors import EvalError
-from remora.evaluation import run as eval_run
-from remora.evaluation._context import EvalContext, pick, seeded
-from remora.evaluation._package import resolve_package
+from remora.evaluation.context import EvalContext, pick, seeded
+from remora.evaluation.package import resolve_package
 from remora.evaluation.report import OperationReport, Score
-from remora.evaluation.run import OPERATIONS, EvalOptions, run_eval
+from remora.evaluation.run import EvalOptions, run_eval
 from remora.model.base import ModelRequest
+from remora.operations import installed_operations
 from remora.testing import Step
 from tests.support.eval_context import EVAL_PACKAGE, RecordingProgress, scripted_session
 from tests.support.policy_characterize import sample_data_policy
 from tests.support.policy_characterize import test_policy as characterization_policy
 from tests.support.policy_docstring import docstring_policy
 from tests.support.policy_lint import lint_policy
+
+OPERATIONS = installed_operations().evaluators()
 
 
 def every_agent(request: ModelRequest) -> Step:
@@ -39,7 +41,9 @@ def test_all_four_operations_on_the_synthetic_package(tmp_path: Path) -> None:
     progress = RecordingProgress()
     out = tmp_path / "out"
     options = EvalOptions(spec=str(EVAL_PACKAGE), limit=1, seed=3, out=out, test_timeout=120)
-    report = run_eval(options, session=scripted_session(every_agent), progress=progress)
+    report = run_eval(
+        options, evaluators=OPERATIONS, session=scripted_session(every_agent), progress=progress
+    )
 
     assert report.package == "eval_package" and report.seed == 3 and report.limit == 1
     assert report.command.endswith("--ops lint,docstring,test,sample_data --limit 1 --seed 3")
@@ -76,12 +80,11 @@ def _broken(context: EvalContext) -> OperationReport:
 
 
 def test_a_broken_operation_loses_nothing_else(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setitem(eval_run.OPERATIONS, "lint", _broken)
-    monkeypatch.setitem(eval_run.OPERATIONS, "docstring", _fine)
+    evaluators = {**OPERATIONS, "lint": _broken, "docstring": _fine}
     options = EvalOptions(spec=str(EVAL_PACKAGE), operations=["lint", "docstring"])
-    report = run_eval(options, session=scripted_session(every_agent))
+    report = run_eval(options, evaluators=evaluators, session=scripted_session(every_agent))
     lint, docstring = report.reports
     assert lint.error == "internal error: ValueError: boom"
     assert "ValueError" in lint.details["traceback"]
@@ -92,7 +95,6 @@ def test_a_broken_operation_loses_nothing_else(
     ("changes", "code"),
     [
         ({"operations": ["lint", "typo"]}, "EVAL_004"),
-        ({"operations": []}, "EVAL_004"),
         ({"limit": 0}, "EVAL_005"),
         ({"seed": -1}, "EVAL_005"),
     ],
@@ -102,7 +104,7 @@ def test_options_are_checked_before_any_work(
 ) -> None:
     options = EvalOptions.model_validate({"spec": "toolz==1.0.0", **changes})
     with pytest.raises(EvalError) as caught:
-        run_eval(options, session=scripted_session(every_agent))
+        run_eval(options, evaluators=OPERATIONS, session=scripted_session(every_agent))
     assert caught.value.code == code
 
 
@@ -136,3 +138,10 @@ def test_a_selector_runs_exactly_its_node(tmp_path: Path) -> None:
     run = scripted_session(every_agent).run(project, ["pkg/mod.py::outer"], ["docstring"])
     assert [job.qualname for job in run.jobs] == ["outer"]
     assert run.figures("remora", "docstring").jobs == 1
+
+
+def test_no_operation_that_can_be_measured_is_eval_004() -> None:
+    options = EvalOptions(spec="toolz==1.0.0")
+    with pytest.raises(EvalError) as caught:
+        run_eval(options, evaluators={}, session=scripted_session(every_agent))
+    assert caught.value.code == "EVAL_004"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from remora.evaluation._similarity import rouge_l, sentence_bleu, tokens
+from remora.operations.docstring._similarity import rouge_l, sentence_bleu, tokens
 
 CAT = "The cat sat on the mat."
 CAT_REFERENCE = "the cat is on the mat"

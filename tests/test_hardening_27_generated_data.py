@@ -15,21 +15,21 @@ from typing import Any
 
 import pytest
 
-from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities._arguments import (
+from remora.operations.characterize._arguments import (
     CaseError,
     check_value,
     exception_name,
     module_scope,
     parse_case,
 )
-from remora.tools.capabilities._candidates import candidate_inputs
-from remora.tools.capabilities.characterization import (
+from remora.operations.characterize._candidates import candidate_inputs
+from remora.operations.characterize.characterization import (
     run_characterization_tests,
     write_characterization_tests,
 )
-from remora.tools.capabilities.fixtures import as_data, fixture, write_fixtures
-from remora.tools.capabilities.inputs import Observation, draft, observe_cases, propose_cases
+from remora.operations.characterize.fixtures import as_data, fixture, write_fixtures
+from remora.operations.characterize.inputs import Observation, draft, observe_cases, propose_cases
+from remora.tools.capabilities import CapabilityContext
 from tests.stores import capability_context, write_tree
 
 PATH = "pkg/mod.py"

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from remora.errors import WorkspaceError
+from remora.operations.characterize.characterization import characterization_result
+from remora.operations.characterize.inputs import observe_cases
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.call import call_function
-from remora.tools.capabilities.characterization import characterization_result
-from remora.tools.capabilities.inputs import observe_cases
 from remora.tools.capabilities.pytest_runner import pytest_run
 from remora.tools.isolation import project_sandbox
 from remora.workspace.manager import WorkspaceManager

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 import remora.watch
-from remora.config import RemoraConfig
 from remora.discovery import DiscoveryProblem
+from remora.operations import installed_operations
 from remora.watch import WatchCallbacks, Watcher
 from remora.workspace import WorkspaceManager
 from tests.stores import write_tree
@@ -49,7 +49,7 @@ def test_a_file_deleted_before_its_reading_is_reported_and_skipped(
     monkeypatch.setattr(remora.watch, "discover", delete_then_discover)
     problems: list[DiscoveryProblem] = []
     watcher = Watcher(
-        config=RemoraConfig(),
+        config=installed_operations().config(),
         root=project,
         targets=[project],
         agents={},

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from remora.config import RemoraConfig
-from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.errors import RunnerError
 from remora.harness import EpisodeRecord, load_variants, run_harness, summarize
 from remora.model.base import ModelRequest
+from remora.operations import installed_operations, load_agents
 from remora.testing import ScriptedModel, Step, call
 
 SAMPLE = Path(__file__).parent.parent / "examples" / "sample_project"
@@ -44,7 +43,7 @@ def harness_run(model: ScriptedModel, **kwargs: object):  # type: ignore[no-unty
             nodes=nodes,
             root=SAMPLE,
             model=model,
-            config=RemoraConfig(),
+            config=installed_operations().config(),
             backend="scripted",
             **kwargs,  # type: ignore[arg-type]
         )

@@ -13,17 +13,12 @@ import pytest
 import yaml
 
 from remora.config import RemoraConfig, RunnerConfig
-from remora.definitions import (
-    BUNDLED_AGENTS_DIR,
-    Expectation,
-    SubagentDefinition,
-    check_agent,
-    load_agents,
-)
+from remora.definitions import BUNDLED_AGENTS_DIR, Expectation, SubagentDefinition, check_agent
 from remora.discovery import discover
 from remora.errors import AgentDefinitionError, RunnerError
 from remora.harness import HarnessReport, check_episode, operation_options, run_harness
 from remora.model.base import ModelRequest, ToolCall
+from remora.operations import installed_operations, load_agents
 from remora.testing import ScriptedModel, Step, call
 from tests.cli_helpers import run_cli
 
@@ -60,7 +55,7 @@ def run(
             nodes=discover([path], root=root).nodes,
             root=root,
             model=model,
-            config=config or RemoraConfig(),
+            config=config or installed_operations().config(),
             backend="scripted",
             requests=requests,
         )
@@ -131,7 +126,7 @@ def test_auto_tool_choice_episode_without_echo_is_not_a_success() -> None:
             return f"The element is {node_name(request)}."
         return call("submit_result", summary="done")
 
-    config = RemoraConfig(runner=RunnerConfig(tool_choice="auto"))
+    config = installed_operations().config(runner=RunnerConfig(tool_choice="auto"))
     report = run("harness", ScriptedModel([skipper], repeat_last=True), config=config)
     stats = report.variants[0]
     assert stats.submitted_rate == 1.0, "it did submit: the old 'ok' counted it"
@@ -157,7 +152,7 @@ def test_an_agent_without_expectation_reports_no_correct_call_rate(tmp_path: Pat
             nodes=discover([PRICING], root=SAMPLE).nodes,
             root=SAMPLE,
             model=ScriptedModel([echo("whatever"), call("submit_result", summary="s")]),
-            config=RemoraConfig(),
+            config=installed_operations().config(),
             backend="scripted",
             requests=1,
         )
@@ -207,8 +202,10 @@ def test_precheck_skipping_every_node_is_a_clean_error(tmp_path: Path) -> None:
 
 def test_the_agent_gets_its_operation_options() -> None:
     agents = load_agents()
-    assert operation_options(RemoraConfig(), agents["docstring"]) == {"style": "google"}
-    assert operation_options(RemoraConfig(), agents["harness"]) == {}
+    assert operation_options(installed_operations().config(), agents["docstring"]) == {
+        "style": "google"
+    }
+    assert operation_options(installed_operations().config(), agents["harness"]) == {}
 
 
 def calls(*items: tuple[str, dict[str, Any]]) -> list[ToolCall]:

@@ -8,11 +8,11 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from remora.config import ModelConfig, RemoraConfig
+from remora.config import ModelConfig
 from remora.contracts import JobKey
-from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.events import CollectingEmitter
+from remora.operations import installed_operations, load_agents
 from remora.orchestration import Job, run_job
 from remora.runner.history import MESSAGE_OVERHEAD, estimate_tokens
 from remora.testing import ScriptedModel, call
@@ -33,7 +33,7 @@ def sample_node(qualname: str):  # type: ignore[no-untyped-def]
 
 
 def test_harness_episode_end_to_end(tmp_path: Path) -> None:
-    config = RemoraConfig()
+    config = installed_operations().config()
     agent = load_agents()["harness"]
     node = sample_node("apply_discount")
     model = ScriptedModel(
@@ -71,7 +71,7 @@ def test_harness_episode_end_to_end(tmp_path: Path) -> None:
 
 
 def test_system_prompt_override_and_invalid_call_recovery(tmp_path: Path) -> None:
-    config = RemoraConfig()
+    config = installed_operations().config()
     agent = load_agents()["harness"]
     model = ScriptedModel(
         [
@@ -110,7 +110,7 @@ def test_system_prompt_override_and_invalid_call_recovery(tmp_path: Path) -> Non
 def test_a_file_node_too_large_for_the_context_is_outlined(tmp_path: Path) -> None:
     source = Path(textwrap.__file__).read_text(encoding="utf-8")
     project = write_tree(tmp_path / "proj", {"textwrap.py": source})
-    config = RemoraConfig(model=ModelConfig(context_size=2048))
+    config = installed_operations().config(model=ModelConfig(context_size=2048))
     agent = load_agents()["harness"]
     node = next(
         node for node in discover([project], root=project).nodes if node.node_type == "file"
@@ -149,7 +149,7 @@ def test_a_file_node_too_large_for_the_context_is_outlined(tmp_path: Path) -> No
 def test_a_template_without_the_node_text_fits_nothing(tmp_path: Path) -> None:
     source = Path(textwrap.__file__).read_text(encoding="utf-8")
     project = write_tree(tmp_path / "proj", {"textwrap.py": source})
-    config = RemoraConfig(model=ModelConfig(context_size=2048))
+    config = installed_operations().config(model=ModelConfig(context_size=2048))
     agent = load_agents()["lint"]
     [node] = [n for n in discover([project], root=project).nodes if n.node_type == "file"]
     model = ScriptedModel([call("submit_result", summary="nothing")])

@@ -30,13 +30,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from remora.config import ModelConfig, RemoraConfig
-from remora.definitions import load_agents
+from remora.config import ModelConfig
 from remora.discovery import discover
 from remora.model.base import Message, ModelClient, ModelRequest, ModelResponse, ToolCall
 from remora.model.defaults import resolve_model_path
 from remora.model.llama_cpp import LlamaCppBackend
 from remora.model.openai_http import OpenAIBackend, completion_prompt
+from remora.operations import installed_operations, load_agents
 from remora.runner.parsing import parse_response
 from tests.support.llama_server import llama_server
 from tests.support.timed import run_timed
@@ -86,7 +86,7 @@ def in_process() -> Iterator[LlamaCppBackend]:
 def harness_requests() -> dict[str, ModelRequest]:
     """Turns of the harness agent as the runner sends them: the first turn on two nodes,
     the turn after a correct echo, and a last turn that allows only submit_result."""
-    config = RemoraConfig()
+    config = installed_operations().config()
     agent = load_agents(config.agents.dirs)["harness"]
     nodes = {node.name: node for node in discover([SAMPLE], config.discovery, PROJECT).nodes}
     tools = agent.tool_specs()

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from remora.config import OperationConfig, RemoraConfig
-from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.events import CollectingEmitter
+from remora.operations import installed_operations, load_agents
 from remora.orchestration import RunStore, open_emitter, plan_jobs, run_jobs
 from remora.workspace import WorkspaceManager
 from tests.stores import write_tree
@@ -30,7 +30,7 @@ SOURCE = {
 
 def config_with(**operations: dict[str, object]) -> RemoraConfig:
     """The default config (lint, docstring, test, sample_data) plus ``operations``."""
-    config = RemoraConfig.model_validate({"agents": {"dirs": [str(AGENTS)]}})
+    config = installed_operations().config(agents={"dirs": [str(AGENTS)]})
     for name, settings in operations.items():
         config.operations[name] = OperationConfig.model_validate(settings)
     return config

@@ -12,7 +12,7 @@ import pytest
 
 from remora.definitions import BUNDLED_AGENTS_DIR
 from remora.pym import REQUIRED, Input, external
-from remora.tools.capabilities import CAPABILITIES, Capability, CapabilityContext
+from remora.tools.capabilities import TOOLKIT, Capability, CapabilityContext
 from remora.tools.pym import (
     SYSTEM_INPUTS,
     check_pym,
@@ -292,14 +292,13 @@ def test_stub_mismatch_shows_the_real_signature() -> None:
     assert "read_text(path: str, limit: int = 100)" in problem.message
 
 
-def test_registry_defaults_to_host_capabilities() -> None:
+def test_stubs_are_checked_against_the_registry_given() -> None:
     parsed = parse_pym(
         "from remora.pym import external\n@external\n"
         "def read_file(path: str) -> str:\n    '''r'''\n    ...\nread_file('a')\n",
         "t.pym",
     )
-    assert "read_file" in CAPABILITIES
-    assert check_pym(parsed) == []
+    assert check_pym(parsed, TOOLKIT) == []
     assert [p.code for p in check_pym(parsed, REGISTRY)] == ["PYM006"]
 
 
@@ -451,7 +450,7 @@ def test_bundled_harness_scripts_pass_the_checker() -> None:
     scripts = sorted((BUNDLED_AGENTS_DIR / "harness").rglob("*.pym"))
     assert len(scripts) >= 3
     for path in scripts:
-        _, problems = check_script_file(path)
+        _, problems = check_script_file(path, TOOLKIT)
         assert problems == [], path
 
 

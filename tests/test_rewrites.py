@@ -12,7 +12,7 @@ from unittest import mock
 
 import pytest
 
-from remora.tools.capabilities._rewrites import REWRITE_CODES, Rewrite, RewriteRefused, rewrite
+from remora.operations.lint._rewrites import REWRITE_CODES, Rewrite, RewriteRefused, rewrite
 
 RUFF = Path(sys.executable).with_name("ruff")
 

@@ -25,10 +25,10 @@ from remora.discovery.encoding import (
 )
 from remora.discovery.parser import load_query_pack, parse_source
 from remora.errors import ToolError
+from remora.operations.docstring.docstrings import docstring_set
 from remora.tools.capabilities import CapabilityContext
-from remora.tools.capabilities._store_io import read_source, read_text, scan_text, write_text
-from remora.tools.capabilities.docstrings import docstring_set
 from remora.tools.capabilities.files import node_source, read_file, write_file
+from remora.tools.capabilities.store_io import read_source, read_text, scan_text, write_text
 from tests.stores import capability_context, write_tree
 
 PACK = load_query_pack(("core",))

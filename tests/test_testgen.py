@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from remora.tools.capabilities import _testgen as testgen
-from remora.tools.capabilities._arguments import public_names
-from remora.tools.capabilities._testgen import MARKER, Behaviour, render_tests
+from remora.operations.characterize import _testgen as testgen
+from remora.operations.characterize._arguments import public_names
+from remora.operations.characterize._testgen import MARKER, Behaviour, render_tests
 
 MODULE = '''"""A module whose behaviour the generated tests pin."""
 

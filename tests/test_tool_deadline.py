@@ -97,7 +97,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def context(root: Path, config: ToolsConfig) -> CapabilityContext:
-    return CapabilityContext(store=overlay_store(root), config=config, system={})
+    return CapabilityContext(
+        store=overlay_store(root), config=config, system={}, capabilities=REGISTRY
+    )
 
 
 def run_tool(
@@ -105,7 +107,7 @@ def run_tool(
 ) -> tuple[ToolResult, float, Path]:
     root = project(tmp_path)
     tool = script(tmp_path, source)
-    with ToolRuntime(config, registry=REGISTRY) as runtime:
+    with ToolRuntime(config) as runtime:
         runtime.sandbox.start()
 
         def go() -> ToolResult:
@@ -235,7 +237,7 @@ def test_a_real_tool_in_flight_gets_the_job_deadline(tmp_path: Path) -> None:
     root = project(tmp_path)
     tool = script(tmp_path, HOST_LOOP)
     seen: list[ToolResult] = []
-    with ToolRuntime(config, registry=REGISTRY) as runtime:
+    with ToolRuntime(config) as runtime:
         runtime.sandbox.start()
 
         async def invoke(

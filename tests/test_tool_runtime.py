@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 import os
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from remora.config import ToolsConfig
-from remora.definitions import ToolDefinition, load_agents
+from remora.definitions import ToolDefinition
 from remora.events import CollectingEmitter, SandboxPrintEvent
-from remora.tools.capabilities import CAPABILITIES, Capability, CapabilityContext
+from remora.operations import installed_operations, load_agents
+from remora.tools.capabilities import Capability, CapabilityContext
 from remora.tools.result import ToolResult
 from remora.tools.runtime import ToolRuntime, to_tool_result
 from tests.stores import overlay_store
@@ -47,7 +48,7 @@ def emitter() -> CollectingEmitter:
 
 @pytest.fixture(scope="module")
 def runtime(emitter: CollectingEmitter) -> Iterator[ToolRuntime]:
-    with ToolRuntime(CONFIG, emitter=emitter, registry=REGISTRY) as tools:
+    with ToolRuntime(CONFIG, emitter=emitter) as tools:
         yield tools
 
 
@@ -59,7 +60,9 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def context(root: Path, **system: Any) -> CapabilityContext:
+def context(
+    root: Path, registry: Mapping[str, Capability] = REGISTRY, **system: Any
+) -> CapabilityContext:
     values: dict[str, Any] = {
         "node_text": "def f():\n    return 1\n",
         "file_path": "pkg/mod.py",
@@ -72,7 +75,9 @@ def context(root: Path, **system: Any) -> CapabilityContext:
         "options": {"style": "google"},
         **system,
     }
-    return CapabilityContext(store=overlay_store(root), config=CONFIG, system=values)
+    return CapabilityContext(
+        store=overlay_store(root), config=CONFIG, system=values, capabilities=registry
+    )
 
 
 def tool(
@@ -176,10 +181,12 @@ def test_real_read_file_capability_refuses_escapes(tmp_path: Path, project: Path
 
         read_file(path)
     """
+    host = installed_operations().capabilities
     with ToolRuntime(CONFIG) as real:
-        ok = call(real, tool(tmp_path, script), {"path": "pkg/mod.py"}, context(project))
-        escape = call(real, tool(tmp_path, script), {"path": "../../etc/passwd"}, context(project))
-    assert "read_file" in CAPABILITIES
+        ok = call(real, tool(tmp_path, script), {"path": "pkg/mod.py"}, context(project, host))
+        escape = call(
+            real, tool(tmp_path, script), {"path": "../../etc/passwd"}, context(project, host)
+        )
     assert ok.outcome == "success"
     assert "return 1" in str(ok.result)
     assert escape.outcome == "error"
@@ -416,9 +423,14 @@ def test_concurrent_calls(runtime: ToolRuntime, tmp_path: Path, project: Path) -
 def test_harness_agent_end_to_end(tmp_path: Path, project: Path) -> None:
     harness = load_agents()["harness"]
     with ToolRuntime(CONFIG) as real:
-        echo = call(real, harness.tool("echo"), {"text": "f"}, context(project))
+        echo = call(
+            real, harness.tool("echo"), {"text": "f"}, context(project, harness.capabilities)
+        )
         submit = call(
-            real, harness.tool("submit_result"), {"summary": "echoed f"}, context(project)
+            real,
+            harness.tool("submit_result"),
+            {"summary": "echoed f"},
+            context(project, harness.capabilities),
         )
     assert echo.outcome == "success"
     assert echo.result == "f"
@@ -428,7 +440,7 @@ def test_harness_agent_end_to_end(tmp_path: Path, project: Path) -> None:
 
 
 def test_closed_runtime_returns_errors(tmp_path: Path, project: Path) -> None:
-    closed = ToolRuntime(CONFIG, registry=REGISTRY)
+    closed = ToolRuntime(CONFIG)
     closed.close()
     result = call(closed, tool(tmp_path, "1\n"), {}, context(project))
     assert result.outcome == "error"

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from remora.config import RemoraConfig
 from remora.contracts import SUBMIT_TOOL
-from remora.definitions import load_agents
 from remora.errors import ModelError, TrainingError
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall
 from remora.model.functiongemma import render_call
+from remora.operations import installed_operations, load_agents
 from remora.testing import ScriptedModel, Step, call
 from remora.training.dataset import TrainingExample
 from remora.training.evaluate import (
@@ -138,7 +137,7 @@ def test_held_out_episodes_are_the_kept_validation_ones_planned_again(
     recorded: tuple[list[Path], Path],
 ) -> None:
     corpus, folder = recorded
-    agent = load_agents(RemoraConfig().agents.dirs)["docstring"]
+    agent = load_agents(installed_operations().config().agents.dirs)["docstring"]
     kept = {o.id for o in read_outcomes(folder) if o.status == "kept"}
     planned = held_out_episodes(agent, corpus, folder, share=1.0)
     assert {episode.id for episode in planned} == kept
@@ -152,7 +151,7 @@ def test_episode_success_is_the_expectation_met_through_the_real_loop(
     recorded: tuple[list[Path], Path],
 ) -> None:
     corpus, folder = recorded
-    config = RemoraConfig()
+    config = installed_operations().config()
     agent = load_agents(config.agents.dirs)["docstring"]
     episode = held_out_episodes(agent, corpus, folder, limit=1, share=1.0)[0]
     submit_at_once = call(SUBMIT_TOOL, summary="Nothing to do.")

@@ -21,27 +21,19 @@ import pytest
 from jsonschema.validators import validator_for
 
 from remora.contracts import SUBMIT_TOOL
-from remora.definitions import load_agents
 from remora.errors import TrainingError
 from remora.harness import check_episode
 from remora.model.base import Message, ModelRequest, ToolCall
 from remora.model.functiongemma import render_request
-from remora.training.corpus import (
-    corpus_files,
-    find_definition,
-    inject_defects,
-    strip_docstring,
-)
+from remora.operations import load_agents
+from remora.operations.characterize.expert import TestExpert
+from remora.operations.docstring.corpus import find_definition, strip_docstring
+from remora.operations.docstring.expert import DocstringExpert, imperative
+from remora.operations.experts import ExpertError, MistakenCall
+from remora.operations.lint.corpus import inject_defects
+from remora.operations.lint.expert import LintExpert, lint_expert
+from remora.training.corpus import corpus_files
 from remora.training.dataset import TrainingExample, read_examples
-from remora.training.experts import (
-    DocstringExpert,
-    ExpertError,
-    LintExpert,
-    MistakenCall,
-    TestExpert,
-    imperative,
-    lint_expert,
-)
 from remora.training.traces import (
     TRAIN_FILE,
     VALIDATION_FILE,

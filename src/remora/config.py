@@ -13,7 +13,7 @@ import difflib
 import errno
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -127,15 +127,6 @@ class OperationConfig(_Section):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-def _default_operations() -> dict[str, OperationConfig]:
-    return {
-        "lint": OperationConfig(),
-        "docstring": OperationConfig(options={"style": "google"}),
-        "test": OperationConfig(options={"model_inputs": True, "write_test_file": False}),
-        "sample_data": OperationConfig(options={"model_inputs": True, "format": "json"}),
-    }
-
-
 class RunnerConfig(_Section):
     """The agent loop: turn limits, sampling and stall guards."""
 
@@ -225,7 +216,11 @@ class RemoraConfig(_Section):
 
     discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig)
     model: ModelConfig = Field(default_factory=ModelConfig)
-    operations: dict[str, OperationConfig] = Field(default_factory=_default_operations)
+    operations: dict[str, OperationConfig] = Field(
+        default_factory=dict,
+        description="By name; the installed operations' defaults come first "
+        "(remora.operations), the user's files change or add to them.",
+    )
     runner: RunnerConfig = Field(default_factory=RunnerConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
@@ -582,10 +577,12 @@ def load_config(
     config_file: Path | None = None,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
+    operations: Mapping[str, OperationConfig] | None = None,
 ) -> LoadedConfig:
     """Build the effective config for ``target`` from every layer.
 
-    ``config_file`` (or ``$REMORA_CONFIG``) replaces the upward search.
+    ``config_file`` (or ``$REMORA_CONFIG``) replaces the upward search. ``operations`` are
+    the defaults of the installed operations (``remora.operations``), the bottom layer.
     """
     environ = os.environ if environ is None else environ
     if config_file is None and environ.get(ENV_CONFIG_FILE):
@@ -605,10 +602,11 @@ def load_config(
                 "CONFIG_004", f"{what} nests more than {MAX_CONFIG_DEPTH} levels deep", _DEPTH_HINT
             )
 
-    merged: dict[str, Any] = RemoraConfig().model_dump(mode="json", exclude_none=True)
+    base = RemoraConfig(operations=dict(operations or {}))
+    merged: dict[str, Any] = base.model_dump(mode="json", exclude_none=True)
     for _, data in layers:
         merged = deep_merge(merged, data)
-    config = _validate(merged, layers)
+    config = _validate(merged, layers, known_operations=list(base.operations))
 
     sources: dict[str, str] = {}
     effective = flatten_keys(config.model_dump(mode="json"))
@@ -621,7 +619,11 @@ def load_config(
     return LoadedConfig(config=config, sources=sources, file=config_file)
 
 
-def _validate(merged: dict[str, Any], layers: list[tuple[str, dict[str, Any]]]) -> RemoraConfig:
+def _validate(
+    merged: dict[str, Any],
+    layers: list[tuple[str, dict[str, Any]]],
+    known_operations: Sequence[str] = (),
+) -> RemoraConfig:
     try:
         return RemoraConfig.model_validate(merged)
     except ValidationError as exc:
@@ -634,7 +636,7 @@ def _validate(merged: dict[str, Any], layers: list[tuple[str, dict[str, Any]]]) 
                 origin = label
         if error["type"] == "extra_forbidden":
             parent_loc, _, name = loc.rpartition(".")
-            known = _known_keys(parent_loc)
+            known = _known_keys(parent_loc, known_operations)
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(known)}"
             raise ConfigError(
@@ -650,7 +652,7 @@ def _validate(merged: dict[str, Any], layers: list[tuple[str, dict[str, Any]]]) 
         ) from None
 
 
-def _known_keys(parent_loc: str) -> list[str]:
+def _known_keys(parent_loc: str, operations: Sequence[str] = ()) -> list[str]:
     """Valid key names under ``parent_loc``, for did-you-mean hints."""
     parts = parent_loc.split(".") if parent_loc else []
     model: type[BaseModel] = RemoraConfig
@@ -658,7 +660,7 @@ def _known_keys(parent_loc: str) -> list[str]:
     while index < len(parts):
         if model is RemoraConfig and parts[index] == "operations":
             if index + 1 == len(parts):
-                return sorted(_default_operations())
+                return sorted(operations)
             model, index = OperationConfig, index + 2
             continue
         info = model.model_fields.get(parts[index])

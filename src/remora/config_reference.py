@@ -151,7 +151,9 @@ def _operations_section() -> list[str]:
         for key, info in OperationConfig.model_fields.items()
     ]
     builtin: list[tuple[str, str]] = []
-    operations = RemoraConfig().operations
+    from remora.operations import bundled_operations  # the operations' defaults live there
+
+    operations = bundled_operations().default_configs()
     for name, operation in operations.items():
         for key, value in operation.model_dump(mode="json").items():
             if isinstance(value, dict) and value:

@@ -1,10 +1,13 @@
 """Subagent definitions: the YAML schema of an agent, loading and validation.
 
 An agent lives in a folder ``<name>/`` holding ``<name>.yaml``, its ``tools/*.pym``,
-optional ``context/*.pym`` providers and ``adapters/*.gguf``. Bundled agents ship as
-package data under ``remora/agents/``; ``agents.dirs`` in the config adds user folders,
-each either one agent folder or a folder of agent folders. A user agent shadows a
-bundled one with the same name (later directories win).
+optional ``context/*.pym`` providers and ``adapters/*.gguf``. Agents are loaded from an
+:class:`AgentLibrary`: the bundled folders (each operation's, assembled by
+``remora.operations``, plus ``remora/agents/`` for those no operation owns) and the
+capabilities their scripts may call. ``agents.dirs`` in the config adds user folders, each
+either one agent folder or a folder of agent folders. A user agent shadows a bundled one
+with the same name (later directories win). Scripts are checked against the capabilities
+given (the generic toolkit unless a library or caller gives more).
 
 Loading validates everything docs/writing-an-agent.md describes: the schema (unknown keys
 are errors), exactly one terminal tool and it is named ``submit_result``, unique tool names, a
@@ -65,7 +68,7 @@ from remora.contracts import SUBMIT_TOOL, SYSTEM_INPUTS, Effect
 from remora.errors import AgentDefinitionError
 from remora.model.base import ToolSpec
 from remora.regular_files import read_regular_file
-from remora.tools.capabilities import Capability
+from remora.tools.capabilities import TOOLKIT, Capability
 from remora.tools.pym import (
     PymScript,
     check_script_file,
@@ -80,6 +83,7 @@ __all__ = [
     "NODE_CONTEXT_VARIABLES",
     "TERMINAL_TOOL",
     "AgentCheck",
+    "AgentLibrary",
     "Effect",
     "Expectation",
     "ExpectedCall",
@@ -88,11 +92,9 @@ __all__ = [
     "SubagentDefinition",
     "ToolDefinition",
     "agent_files",
-    "agent_sources",
     "check_agent",
     "check_agents",
     "load_agent",
-    "load_agents",
 ]
 
 BUNDLED_AGENTS_DIR = Path(__file__).resolve().parent / "agents"
@@ -259,6 +261,12 @@ class SubagentDefinition(BaseModel):
     )
 
     _template: jinja2.Template | None = PrivateAttr(default=None)
+    _capabilities: Mapping[str, Capability] = PrivateAttr(default_factory=dict)
+
+    @property
+    def capabilities(self) -> Mapping[str, Capability]:
+        """What the agent's scripts may call: the capabilities they were checked against."""
+        return self._capabilities
 
     def render_node_context(self, variables: Mapping[str, Any]) -> str:
         """The first user message for one node (AGENT_012 when a variable is missing)."""
@@ -315,9 +323,7 @@ class AgentCheck:
         return self.definition.name if self.definition else self.path.stem
 
 
-def load_agent(
-    path: Path, *, registry: Mapping[str, Capability] | None = None
-) -> SubagentDefinition:
+def load_agent(path: Path, *, registry: Mapping[str, Capability] = TOOLKIT) -> SubagentDefinition:
     """Load and validate one agent (its YAML file or its folder); raises the first problem."""
     check = check_agent(path, registry=registry)
     if not check.ok:
@@ -326,17 +332,36 @@ def load_agent(
     return check.definition
 
 
-def load_agents(
-    extra_dirs: Sequence[Path] = (), *, registry: Mapping[str, Capability] | None = None
-) -> dict[str, SubagentDefinition]:
-    """Bundled agents plus those in ``extra_dirs``; later directories shadow earlier names."""
-    agents: dict[str, SubagentDefinition] = {}
-    for check in check_agents(agent_sources(extra_dirs), registry=registry):
-        if not check.ok:
-            raise _first_problem(check)
-        assert check.definition is not None
-        agents[check.definition.name] = check.definition
-    return agents
+@dataclass(frozen=True)
+class AgentLibrary:
+    """Where the bundled agents live and what their scripts may call.
+
+    Assembled at the top (``remora.operations``) from the installed operations and passed
+    down, so loading agents never depends on what happens to have been imported.
+    """
+
+    directories: tuple[Path, ...]
+    capabilities: Mapping[str, Capability]
+
+    def sources(self, extra_dirs: Sequence[Path] = ()) -> list[tuple[str, Path]]:
+        """``(label, directory)`` pairs to search, bundled first: what :meth:`load` reads."""
+        bundled = [("bundled", directory) for directory in self.directories]
+        return [*bundled, *((str(path), Path(path)) for path in extra_dirs)]
+
+    def check(self, extra_dirs: Sequence[Path] = ()) -> list[AgentCheck]:
+        """Every agent validated, problems collected (``remora validate-agents``)."""
+        return check_agents(self.sources(extra_dirs), registry=self.capabilities)
+
+    def load(self, extra_dirs: Sequence[Path] = ()) -> dict[str, SubagentDefinition]:
+        """Bundled agents plus those in ``extra_dirs``; later directories shadow earlier
+        names. Raises the first problem of the first agent that fails."""
+        agents: dict[str, SubagentDefinition] = {}
+        for check in self.check(extra_dirs):
+            if not check.ok:
+                raise _first_problem(check)
+            assert check.definition is not None
+            agents[check.definition.name] = check.definition
+        return agents
 
 
 def _first_problem(check: AgentCheck) -> AgentDefinitionError:
@@ -348,11 +373,6 @@ def _first_problem(check: AgentCheck) -> AgentDefinitionError:
         note = f"{more} more problem(s): run 'remora validate-agents {where}'"
         first.hint = f"{first.hint}; {note}" if first.hint else note
     return first
-
-
-def agent_sources(extra_dirs: Sequence[Path] = ()) -> list[tuple[str, Path]]:
-    """``(label, directory)`` pairs to search, bundled first: what load_agents reads."""
-    return [("bundled", BUNDLED_AGENTS_DIR), *((str(path), Path(path)) for path in extra_dirs)]
 
 
 def agent_files(directory: Path) -> list[Path]:
@@ -388,7 +408,7 @@ def _agent_file(directory: Path) -> Path | None:
 
 
 def check_agents(
-    sources: Sequence[tuple[str, Path]], *, registry: Mapping[str, Capability] | None = None
+    sources: Sequence[tuple[str, Path]], *, registry: Mapping[str, Capability] = TOOLKIT
 ) -> list[AgentCheck]:
     """Validate every agent in each ``(label, directory)``; problems are collected, not raised."""
     checks: list[AgentCheck] = []
@@ -425,7 +445,7 @@ def check_agents(
 
 
 def check_agent(
-    path: Path, *, registry: Mapping[str, Capability] | None = None, source: str = ""
+    path: Path, *, registry: Mapping[str, Capability] = TOOLKIT, source: str = ""
 ) -> AgentCheck:
     """Validate one agent file (or folder) and collect every problem."""
     if path.is_dir():
@@ -599,7 +619,7 @@ class _Validator:
     """Turns a schema-valid raw agent into a definition, collecting every rule violation."""
 
     def __init__(
-        self, check: AgentCheck, raw: _RawAgent, registry: Mapping[str, Capability] | None
+        self, check: AgentCheck, raw: _RawAgent, registry: Mapping[str, Capability]
     ) -> None:
         self.check = check
         self.raw = raw
@@ -628,6 +648,7 @@ class _Validator:
             precheck=self._precheck(),
             expectation=self.raw.expectation,
         )
+        self.check.definition._capabilities = self.registry
 
     def _precheck(self) -> Path | None:
         if self.raw.precheck is None:

@@ -66,7 +66,9 @@ class AgentDefinitionError(RemoraError):
     AGENT_009 context provider input cannot be filled; AGENT_010 unknown tool name;
     AGENT_011 duplicate agent name in one directory; AGENT_012 node_context render failed;
     AGENT_013 a precheck script declares inputs only the model could fill; AGENT_014 the
-    harness expectation names an unknown tool or input, or does not end in submit_result.
+    harness expectation names an unknown tool or input, or does not end in submit_result;
+    AGENT_015 an installed operation (a ``remora.operations`` entry point) cannot be loaded,
+    is not an Operation, or defines a capability another operation defines differently.
     """
 
     prefix = "AGENT"

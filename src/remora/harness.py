@@ -36,7 +36,7 @@ from remora.errors import RunnerError
 from remora.events import Emitter
 from remora.model.base import ModelClient, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from remora.orchestration import Job, PlannedJob, new_run_id, run_jobs
-from remora.orchestration.job import run_precheck
+from remora.orchestration.job import open_job
 from remora.runner import AgentResult, parse_response
 from remora.runner.guards import call_signature
 from remora.tools.runtime import ToolRuntime
@@ -343,15 +343,15 @@ async def _nodes_with_work(
             if len(chosen) == needed or (cancel is not None and cancel.is_set()):
                 break
             key = JobKey(agent.name, node.node_id)
-            workspace_id = f"precheck-{key.job_id}"
             job = Job(agent=agent, node=node, key=key, options=options)
-            with manager.create(
-                agent.name, node.node_id, file_path=node.file_path, workspace_id=workspace_id
-            ) as store:
-                skipped = await run_precheck(
-                    job, runtime=runtime, store=store, config=config, workspace_id=workspace_id
-                )
-            manager.remove(workspace_id)
+            with open_job(
+                job,
+                manager=manager,
+                runtime=runtime,
+                config=config,
+                workspace_id=f"precheck-{key.job_id}",
+            ) as opened:
+                skipped = await opened.precheck()
             if skipped is None:
                 chosen.append(node)
             else:

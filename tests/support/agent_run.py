@@ -9,10 +9,9 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from remora.config import RemoraConfig
-from remora.definitions import load_agents
 from remora.discovery import discover
 from remora.events import CollectingEmitter, ToolResultEvent
+from remora.operations import installed_operations, load_agents
 from remora.orchestration import plan_jobs, run_jobs
 from remora.runner import AgentResult
 from remora.testing import ScriptedModel, Step
@@ -45,7 +44,7 @@ def run_operation(
     options: dict[str, object] | None = None,
 ) -> Outcome:
     """The one job of ``operation`` on ``file_path`` (and ``qualname``), scripted."""
-    config = RemoraConfig()
+    config = installed_operations().config()
     if options:
         config.operations[operation].options.update(options)
     nodes = discover([project / file_path], config.discovery, root=project).nodes

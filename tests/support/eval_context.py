@@ -10,10 +10,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from remora.evaluation._context import EvalContext, OperationProgress
-from remora.evaluation._package import resolve_package
-from remora.evaluation._remora import RemoraSession
+from remora.evaluation.context import EvalContext, OperationProgress
+from remora.evaluation.package import resolve_package
+from remora.evaluation.session import RemoraSession
 from remora.model.base import ModelRequest
+from remora.operations import installed_operations
 from remora.testing import ScriptedModel, Step
 
 EVAL_PACKAGE = Path(__file__).resolve().parents[1] / "data" / "eval_package"
@@ -41,8 +42,12 @@ class RecordingProgress:
 
 
 def scripted_session(policy: Policy, *assignments: str) -> RemoraSession:
-    """A session whose every model is ``policy`` (a fresh scripted model per run)."""
+    """A session with the installed operations whose every model is ``policy`` (a fresh
+    scripted model per run)."""
+    installed = installed_operations()
     return RemoraSession(
+        installed.library,
+        installed.default_configs(),
         assignments=list(assignments),
         model_factory=lambda config: ScriptedModel([policy], repeat_last=True),
     )

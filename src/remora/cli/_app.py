@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,6 +13,9 @@ from rich.console import Console
 from remora import __version__
 from remora.config import LoadedConfig, ModelConfig, load_config, parse_assignments
 from remora.model.base import ModelClient
+
+if TYPE_CHECKING:
+    from remora.operations import OperationRegistry
 
 app = typer.Typer(
     name="remora",
@@ -79,13 +82,21 @@ def flag_overrides(values: dict[str, object | None]) -> list[str]:
 
 
 def load(target: Path | None, overrides: list[str] | None = None) -> LoadedConfig:
-    """The config for ``target`` with the global --config/--set and a command's own flags
-    (``overrides``, which win over --set)."""
+    """The config for ``target`` with the installed operations' defaults, the global
+    --config/--set and a command's own flags (``overrides``, which win over --set)."""
     return load_config(
         target,
         config_file=OPTIONS.config_file,
         overrides=parse_assignments([*OPTIONS.assignments, *(overrides or [])]),
+        operations=operations().default_configs(),
     )
+
+
+def operations() -> OperationRegistry:
+    """The installed operations (bundled plus entry points), assembled once per process."""
+    from remora.operations import installed_operations
+
+    return installed_operations()
 
 
 def _version(value: bool) -> None:

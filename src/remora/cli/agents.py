@@ -16,6 +16,7 @@ from remora.cli._app import (
     app,
     console,
     load,
+    operations,
 )
 from remora.cli._text import shown, visible
 from remora.config import RemoraConfig
@@ -39,10 +40,8 @@ def list_agents_command(
 
     Example: remora list-agents --set 'agents.dirs=[my_agents]' --format json
     """
-    from remora.definitions import agent_sources, check_agents
-
     config = load(None).config
-    checks = check_agents(agent_sources(config.agents.dirs))
+    checks = operations().library.check(config.agents.dirs)
     rows = [_describe(check, checks[i + 1 :], config) for i, check in enumerate(checks)]
     if output is OutputFormat.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
@@ -121,13 +120,13 @@ def validate_agents_command(
 
     Example: remora validate-agents my_agents/
     """
-    from remora.definitions import agent_sources, check_agents
+    from remora.definitions import check_agents
 
+    library = operations().library
     if directory is not None:
-        sources = [(str(directory), directory)]
+        checks = check_agents([(str(directory), directory)], registry=library.capabilities)
     else:
-        sources = agent_sources(load(None).config.agents.dirs)
-    checks = check_agents(sources)
+        checks = library.check(load(None).config.agents.dirs)
     failed = [check for check in checks if not check.ok]
     for check in checks:
         if check.ok:

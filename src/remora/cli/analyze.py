@@ -19,6 +19,7 @@ from remora.cli._app import (
     err_console,
     flag_overrides,
     open_model,
+    operations,
 )
 from remora.cli._app import load as load_config
 from remora.cli._text import shown, visible
@@ -92,7 +93,6 @@ def analyze_command(
         remora analyze . --ops lint --check --diff
         remora -v analyze src/ -j 4 --auto-accept
     """
-    from remora.definitions import load_agents
     from remora.discovery import discover, find_project_root, target_path
     from remora.orchestration import plan_jobs
     from remora.workspace import WorkspaceManager
@@ -109,7 +109,7 @@ def analyze_command(
     root = find_project_root(target_path(targets[0]))
     with err_console.status("discovering nodes...", spinner="dots"):
         discovered = discover(targets, config.discovery, root=root)
-    agents = load_agents(config.agents.dirs)
+    agents = operations().load_agents(config.agents.dirs)
     plan = plan_jobs(config, agents, discovered.nodes, split_ops(ops))
     _problems(plan)
     manager = WorkspaceManager.from_config(root, config.workspace)
@@ -144,7 +144,6 @@ def retry_command(
 
     Example: remora retry 20261123-101500123-3fa2c1
     """
-    from remora.definitions import load_agents
     from remora.discovery import discover, find_project_root
     from remora.orchestration import ReviewService, RunManifest, plan_retries
     from remora.workspace import WorkspaceManager
@@ -162,7 +161,7 @@ def retry_command(
     discovered = discover(files, config.discovery, root=root)
     plan = plan_retries(
         config,
-        load_agents(config.agents.dirs),
+        operations().load_agents(config.agents.dirs),
         discovered.nodes,
         [(job.operation, job.node_id) for job in wanted],
     )

@@ -21,7 +21,15 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from remora.cli._app import OPTIONS, Backend, app, console, err_console, flag_overrides
+from remora.cli._app import (
+    OPTIONS,
+    Backend,
+    app,
+    console,
+    err_console,
+    flag_overrides,
+    operations,
+)
 from remora.cli._text import shown, visible
 from remora.cli.analyze import split_ops
 
@@ -30,7 +38,7 @@ if TYPE_CHECKING:
 
 OPERATIONS_HELP = (
     "Operations to measure, comma-separated or repeated: lint, docstring, test, sample_data "
-    "(default: all four)."
+    "as bundled, and any installed operation with an evaluation (default: all)."
 )
 
 
@@ -109,19 +117,26 @@ def eval_command(
 
         remora --set model.base_url=http://127.0.0.1:8000/v1 eval toolz==1.0.0 --backend openai
     """
-    from remora.evaluation import OPERATIONS, EvalOptions, RemoraSession, run_eval
+    from remora.evaluation import EvalOptions, RemoraSession, run_eval
 
+    installed = operations()
+    evaluators = installed.evaluators()
     assignments = [*OPTIONS.assignments, *flag_overrides({"model.backend": backend})]
     options = EvalOptions(
         spec=spec,
-        operations=split_ops(ops) or list(OPERATIONS),
+        operations=split_ops(ops) or list(evaluators),
         limit=limit,
         seed=seed,
         out=out,
     )
-    session = RemoraSession(config_file=OPTIONS.config_file, assignments=assignments)
+    session = RemoraSession(
+        installed.library,
+        installed.default_configs(),
+        config_file=OPTIONS.config_file,
+        assignments=assignments,
+    )
     with _progress() as progress:
-        report = run_eval(options, session=session, progress=progress)
+        report = run_eval(options, evaluators=evaluators, session=session, progress=progress)
     _render(report, output)
     if out is not None:
         err_console.print(f"report written to {shown(str(out))}/report.md and report.json")

@@ -24,6 +24,7 @@ from remora.cli._app import (
     flag_overrides,
     load,
     open_model,
+    operations,
 )
 from remora.cli._text import shown, visible
 from remora.discovery import discover, find_project_root, target_path
@@ -91,7 +92,6 @@ def harness_command(
         remora --set model.base_url=http://127.0.0.1:8000/v1 harness --backend openai
     """
     from remora.cli._run_display import ToolCallPrinter
-    from remora.definitions import load_agents
     from remora.events import Emitter, FanoutEmitter, JsonlEmitter
     from remora.harness import DEFAULT_VARIANT, run_harness
     from remora.model.factory import describe_backend
@@ -106,7 +106,7 @@ def harness_command(
         }
     )
     config = load(target_path(targets[0]), overrides).config
-    agents = load_agents(config.agents.dirs)
+    agents = operations().load_agents(config.agents.dirs)
     if agent_name not in agents:
         raise RunnerError(
             "RUN_014", f"unknown agent '{agent_name}'", f"known agents: {', '.join(agents)}"

@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from remora.cli._app import app, console, err_console, load, open_model
+from remora.cli._app import app, console, err_console, load, open_model, operations
 from remora.cli._text import shown
 from remora.errors import TrainingError
 
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from remora.training.dataset import TrainingExample
     from remora.training.evaluate import Score
 
-TRAINED_AGENTS = ("lint", "docstring", "test", "sample_data")
 DATA_DIR = Path(".remora/training/data")
 
 train_app = typer.Typer(
@@ -36,7 +35,10 @@ app.add_typer(train_app, name="train")
 AgentsOption = Annotated[
     list[str] | None,
     typer.Option(
-        "--agent", "-a", help="lint, docstring, test or sample_data (repeatable; default all)."
+        "--agent",
+        "-a",
+        help="An agent with an expert policy: lint, docstring, test or sample_data as "
+        "bundled (repeatable; default all).",
     ),
 ]
 AdapterDirArgument = Annotated[Path, typer.Argument(help="The adapter directory finetune wrote.")]
@@ -55,13 +57,15 @@ DataOption = Annotated[
 
 
 def _agents(names: list[str] | None) -> list[str]:
-    chosen = names or list(TRAINED_AGENTS)
-    unknown = [name for name in chosen if name not in TRAINED_AGENTS]
+    """The agents asked for, each with an expert policy (TRAIN_012 for one without)."""
+    trained = operations().traced_agents()
+    chosen = names or trained
+    unknown = [name for name in chosen if name not in trained]
     if unknown:
         raise TrainingError(
             "TRAIN_012",
             f"no training for agent(s) {', '.join(unknown)}",
-            f"choose from: {', '.join(TRAINED_AGENTS)}",
+            f"choose from: {', '.join(trained)}",
         )
     return chosen
 
@@ -103,6 +107,7 @@ def generate_command(
             concurrency=concurrency,
             max_seconds=minutes * 60 if minutes else None,
             config=config,
+            operations=operations(),
         )
         table.add_row(
             name,
@@ -196,7 +201,7 @@ def export_command(
 ) -> None:
     """Write the adapter as a llama.cpp LoRA GGUF and check that llama.cpp loads it.
 
-    Example: remora train export adapters/shared src/remora/agents/lint/adapters/lint.gguf
+    Example: remora train export adapters/shared lint.gguf
     """
     from remora.model.defaults import resolve_model_path
     from remora.training.export import export_adapter, verify_adapter
@@ -292,14 +297,13 @@ def evaluate_command(
 
     Example: remora train evaluate --adapter adapters/shared.gguf --limit 100 --episodes 20
     """
-    from remora.definitions import load_agents
     from remora.training.corpus import default_corpus
     from remora.training.evaluate import Scores, score_episodes, score_next_calls, write_scores
     from remora.training.traces import held_out_episodes, open_session
 
     config = load(None).config
     chosen = _agents(agents)
-    definitions = load_agents(config.agents.dirs)
+    definitions = operations().load_agents(config.agents.dirs)
     scores = Scores()
     model = open_model(config.model)
 
@@ -312,7 +316,11 @@ def evaluate_command(
     held_out = {name: _examples(data, [name], "validation")[:limit] for name in chosen}
     planned = {
         name: held_out_episodes(
-            definitions[name], corpus or default_corpus(), data / name, limit=episodes
+            definitions[name],
+            corpus or default_corpus(),
+            data / name,
+            limit=episodes,
+            operations=operations(),
         )
         for name in chosen
         if episodes

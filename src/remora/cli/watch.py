@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from remora.cli._app import OPTIONS, app, console, err_console, open_model
+from remora.cli._app import OPTIONS, app, console, err_console, open_model, operations
 from remora.cli._app import load as load_config
 from remora.cli._text import shown
 from remora.cli.analyze import OPERATIONS_HELP, split_ops
@@ -40,7 +40,6 @@ def watch_command(
     Example: remora watch src/ --ops docstring
     """
     from remora.cli._run_display import ToolCallPrinter, footer, job_line
-    from remora.definitions import load_agents
     from remora.discovery import find_project_root
     from remora.orchestration import interrupt_on_sigint, open_emitter
     from remora.watch import WatchCallbacks, Watcher
@@ -80,7 +79,7 @@ def watch_command(
         config=config,
         root=root,
         targets=targets,
-        agents=load_agents(config.agents.dirs),
+        agents=operations().load_agents(config.agents.dirs),
         model=model,
         manager=manager,
         ops=split_ops(ops),

@@ -10,7 +10,7 @@ files), kept as a :class:`ScratchStore`: what the command writes there is writte
 back, because the evaluation reads its reports (junit, coverage) from there.
 
 Static tools (ruff, pydoclint) and ``pip download`` run on the host through
-:func:`remora.evaluation._commands.run_command`.
+:func:`remora.evaluation.commands.run_command`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from remora.config import ToolsConfig
 from remora.errors import RemoraError
-from remora.evaluation._commands import CommandResult
+from remora.evaluation.commands import CommandResult
 from remora.tools.isolation import project_sandbox
 from remora.workspace.base import normalize_path, resolve_inside
 

@@ -13,7 +13,7 @@ import shlex
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,47 +21,42 @@ from pydantic import BaseModel, Field
 
 from remora import __version__
 from remora.errors import EvalError
-from remora.evaluation import characterize, docstring, lint
-from remora.evaluation._context import (
+from remora.evaluation.context import (
     DEFAULT_TEST_TIMEOUT_S,
     EvalContext,
+    Evaluator,
     NullProgress,
     OperationProgress,
     ProgressSink,
 )
-from remora.evaluation._package import Project, resolve_package
-from remora.evaluation._remora import RemoraSession
+from remora.evaluation.package import Project, resolve_package
 from remora.evaluation.report import EvalReport, OperationReport, to_markdown
+from remora.evaluation.session import RemoraSession
 
-Evaluator = Callable[[EvalContext], OperationReport]
-OPERATIONS: dict[str, Evaluator] = {
-    "lint": lint.evaluate,
-    "docstring": docstring.evaluate,
-    "test": characterize.evaluate_test,
-    "sample_data": characterize.evaluate_sample_data,
-}
 DEFAULT_LIMIT = 6
 SETUP = "setup"
 
 
 class EvalOptions(BaseModel):
-    """What to evaluate: SPEC, the operations, how many modules/functions each, the seed."""
+    """What to evaluate: SPEC, the operations (none: every one that can be measured), how
+    many modules/functions each, the seed."""
 
     spec: str
-    operations: list[str] = Field(default_factory=lambda: list(OPERATIONS))
+    operations: list[str] = Field(default_factory=list)
     limit: int = DEFAULT_LIMIT
     seed: int = 0
     out: Path | None = None
     test_timeout: float = DEFAULT_TEST_TIMEOUT_S
 
-    def check(self) -> None:
-        """Refuse options that cannot run, before any work (EVAL_004-006)."""
-        unknown = [name for name in self.operations if name not in OPERATIONS]
-        if unknown or not self.operations:
+    def check(self, known: Sequence[str]) -> None:
+        """Refuse options that cannot run, before any work (EVAL_004-006); ``known`` are
+        the operations that can be measured."""
+        unknown = [name for name in self.operations if name not in known]
+        if unknown or not known:
             raise EvalError(
                 "EVAL_004",
                 f"unknown operation {', '.join(unknown)}" if unknown else "no operation given",
-                f"choose from {', '.join(OPERATIONS)}",
+                f"choose from {', '.join(known)}",
             )
         if self.limit < 1 or self.seed < 0:
             raise EvalError(
@@ -96,12 +91,15 @@ def _fetch_note(spec: str) -> str:
 def run_eval(
     options: EvalOptions,
     *,
-    session: RemoraSession | None = None,
+    evaluators: Mapping[str, Evaluator],
+    session: RemoraSession,
     progress: ProgressSink | None = None,
 ) -> EvalReport:
-    """Evaluate the package ``options.spec`` names; the report (also written to ``out``)."""
-    options.check()
-    session = session or RemoraSession()
+    """Evaluate the package ``options.spec`` names with ``evaluators`` (by operation name,
+    from ``remora.operations``); the report (also written to ``out``)."""
+    options.check(list(evaluators))
+    if not options.operations:
+        options = options.model_copy(update={"operations": list(evaluators)})
     sink = progress or NullProgress()
     started = time.perf_counter()
     with _work_directory(options.out) as work:
@@ -137,7 +135,7 @@ def run_eval(
                 progress=OperationProgress(operation, sink),
                 test_timeout=options.test_timeout,
             )
-            report.reports.append(_evaluate(operation, context))
+            report.reports.append(_evaluate(operation, evaluators[operation], context))
         report.wall_s = time.perf_counter() - started
         if options.out is not None:
             write_report(report, options.out)
@@ -151,11 +149,11 @@ def write_report(report: EvalReport, directory: Path) -> None:
     (directory / "report.md").write_text(to_markdown(report), encoding="utf-8")
 
 
-def _evaluate(operation: str, context: EvalContext) -> OperationReport:
+def _evaluate(operation: str, evaluate: Evaluator, context: EvalContext) -> OperationReport:
     """One operation's report; an unexpected failure becomes the report's error."""
     started = time.perf_counter()
     try:
-        report = OPERATIONS[operation](context)
+        report = evaluate(context)
     except Exception as exc:  # one broken operation must not lose the others' results
         report = OperationReport(
             operation=operation,

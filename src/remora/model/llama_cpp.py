@@ -122,6 +122,33 @@ def _install_log_callback(lib: Any, verbose: bool) -> None:
     lib.llama_log_set(callback, ctypes.c_void_p(0))
 
 
+class VocabularyCounter:
+    """A GGUF's tokenizer (its vocabulary alone, no weights), counting as the in-process
+    backend counts: training fits nodes and trims histories where a real run would.
+    MODEL_002 when the file's vocabulary cannot be read."""
+
+    def __init__(self, path: Path) -> None:
+        self.lib = _bindings()
+        _install_log_callback(self.lib, False)
+        params = self.lib.llama_model_default_params()
+        params.vocab_only = True
+        self.model = self.lib.llama_model_load_from_file(str(path).encode("utf-8"), params)
+        if not self.model:
+            raise ModelError(
+                "MODEL_002", f"cannot read the vocabulary of {path}", "check model.path"
+            )
+        self.vocab = self.lib.llama_model_get_vocab(self.model)
+
+    def __call__(self, text: str) -> int:
+        data = text.encode("utf-8")
+        capacity = len(data) + 8
+        tokens = (self.lib.llama_token * capacity)()
+        found = int(
+            self.lib.llama_tokenize(self.vocab, data, len(data), tokens, capacity, False, True)
+        )
+        return -found if found < 0 else found  # negative: the count that did not fit
+
+
 class _ThreadpoolParams(ctypes.Structure):
     """ggml's ``struct ggml_threadpool_params`` (ggml.h), which llama-cpp-python does not bind."""
 

@@ -2,8 +2,10 @@
 
 This is the seam between the declarative parts (a SubagentDefinition, a CSTNode, the
 config) and the machinery (the agent loop, the tool runtime, a model backend). The
-scheduler, ``remora harness`` and tests all start agents through :func:`run_job`, so
-system inputs, node context and loop settings are built in exactly one place.
+scheduler, ``remora harness`` and training all run a job through :func:`open_job`: the
+workspace is created, the job's context built once (its capabilities and working state,
+shared by the precheck and every tool call), the precheck and the agent run, and the
+workspace is removed unless the caller keeps it, in exactly one place.
 
 A node whose text would crowd the model's context is shown to the model as an outline
 plus its leading lines (see :mod:`remora.orchestration.fit`); the tools still get the
@@ -13,8 +15,9 @@ whole text, and the result's ``details["node_outlined"]`` records the cut.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from remora.config import RemoraConfig
 from remora.contracts import JobKey, SystemInputs
 from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode
+from remora.errors import RemoraError
 from remora.events import Emitter, NullEmitter
 from remora.model.base import ModelClient
 from remora.orchestration.fit import FittedText, fit_node_text, node_budget
@@ -32,6 +36,7 @@ from remora.tools.capabilities import CapabilityContext
 from remora.tools.result import ToolResult
 from remora.tools.runtime import ToolRuntime
 from remora.tools.script_tool import ScriptTool
+from remora.workspace import WorkspaceManager
 from remora.workspace.base import FileStore
 
 
@@ -61,18 +66,96 @@ class Job:
     def context(
         self, store: FileStore, config: RemoraConfig, workspace_id: str | None
     ) -> CapabilityContext:
-        """What the job's scripts (tools, precheck) run against."""
+        """What the job's scripts (tools, precheck) run against: its workspace, limits,
+        system inputs and the capabilities its agent was checked against."""
         system = self.system_inputs(workspace_id).as_dict()
-        return CapabilityContext(store=store, config=config.tools, system=system)
+        return CapabilityContext(
+            store=store,
+            config=config.tools,
+            system=system,
+            capabilities=self.agent.capabilities,
+        )
 
 
-async def run_precheck(
+@dataclass
+class OpenJob:
+    """A job with its workspace open (see :func:`open_job`); set ``keep`` to leave the
+    workspace for review when it closes."""
+
+    job: Job
+    store: FileStore
+    workspace_id: str
+    context: CapabilityContext
+    runtime: ToolRuntime
+    config: RemoraConfig
+    keep: bool = False
+
+    async def precheck(self) -> AgentResult | None:
+        """A ``skipped`` result when the agent's precheck finds nothing to do, else None."""
+        return await _precheck(self.job, self.runtime, self.context)
+
+    async def run(
+        self,
+        model: ModelClient,
+        *,
+        emitter: Emitter | None = None,
+        cancel: asyncio.Event | None = None,
+        transcript_path: Path | None = None,
+    ) -> AgentResult:
+        """The agent's loop on the job, with ``model`` choosing the calls."""
+        return await run_job(
+            self.job,
+            model=model,
+            runtime=self.runtime,
+            store=self.store,
+            config=self.config,
+            emitter=emitter,
+            cancel=cancel,
+            transcript_path=transcript_path,
+            workspace_id=self.workspace_id,
+            context=self.context,
+        )
+
+
+@contextlib.contextmanager
+def open_job(
     job: Job,
     *,
+    manager: WorkspaceManager,
     runtime: ToolRuntime,
-    store: FileStore,
     config: RemoraConfig,
     workspace_id: str | None = None,
+) -> Iterator[OpenJob]:
+    """The job in a new workspace (``workspace_id``, default the job key's), removed when
+    the block ends unless ``keep`` was set; the job's working state goes with it."""
+    key = job.key
+    workspace_id = workspace_id or key.workspace_id
+    opened: OpenJob | None = None
+    try:
+        with manager.create(
+            key.operation,
+            job.node.node_id,
+            key.run_id,
+            file_path=job.node.file_path,
+            workspace_id=workspace_id,
+        ) as store:
+            opened = OpenJob(
+                job=job,
+                store=store,
+                workspace_id=workspace_id,
+                context=job.context(store, config, workspace_id),
+                runtime=runtime,
+                config=config,
+            )
+            yield opened
+    finally:
+        if opened is None or not opened.keep:
+            with contextlib.suppress(RemoraError, OSError):
+                manager.remove(workspace_id)
+
+
+async def _precheck(
+    job: Job, runtime: ToolRuntime, context: CapabilityContext
 ) -> AgentResult | None:
     """A ``skipped`` result when the agent's precheck finds nothing to do, else None.
 
@@ -82,7 +165,7 @@ async def run_precheck(
     if job.agent.precheck is None:
         return None
     script = ScriptTool(name=f"{job.agent.name}.precheck", pym=job.agent.precheck)
-    checked = await runtime.run(script, {}, job.context(store, config, workspace_id))
+    checked = await runtime.run(script, {}, context)
     verdict = checked.result if isinstance(checked.result, dict) else {}
     if checked.outcome == "error" or not verdict.get("skip"):
         return None
@@ -105,12 +188,15 @@ async def run_job(
     cancel: asyncio.Event | None = None,
     transcript_path: Path | None = None,
     workspace_id: str | None = None,
+    context: CapabilityContext | None = None,
 ) -> AgentResult:
-    """Run ``job`` to a structured AgentResult; never leaves the store half-used."""
+    """Run ``job`` to a structured AgentResult; never leaves the store half-used.
+
+    ``context`` is the job's (from :func:`open_job`); without one a fresh one is built."""
     emitter = emitter or NullEmitter()
     agent = job.agent
     key = job.key
-    context = job.context(store, config, workspace_id)
+    context = context or job.context(store, config, workspace_id)
     system = dict(context.system)
     tools = [
         LoopTool(spec=tool.spec(), effect=tool.effect)

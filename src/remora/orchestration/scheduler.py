@@ -35,7 +35,7 @@ from remora.events import (
     RunStarted,
 )
 from remora.model.base import ModelClient
-from remora.orchestration.job import Job, run_job, run_precheck
+from remora.orchestration.job import Job, open_job
 from remora.orchestration.planning import PlannedJob
 from remora.orchestration.runs import JobRecord, RunManifest, RunStatus, RunStore, new_run_id
 from remora.runner import AgentResult, AgentStatus
@@ -168,38 +168,23 @@ async def _run_one(
         options=job.options,
         system_prompt=job.system_prompt,
     )
-    workspace_id = key.workspace_id
     try:
-        with manager.create(
-            key.operation,
-            node.node_id,
-            key.run_id,
-            file_path=node.file_path,
-            workspace_id=workspace_id,
-        ) as store:
-            outcome = await run_precheck(
-                task, runtime=runtime, store=store, config=config, workspace_id=workspace_id
-            )
+        with open_job(task, manager=manager, runtime=runtime, config=config) as opened:
+            outcome = await opened.precheck()
             if outcome is None:
-                outcome = await run_job(
-                    task,
-                    model=model,
-                    runtime=runtime,
-                    store=store,
-                    config=config,
+                outcome = await opened.run(
+                    model,
                     emitter=emitter,
                     cancel=cancel,
                     transcript_path=transcripts / key.transcript_name if transcripts else None,
-                    workspace_id=workspace_id,
                 )
-            keep = outcome.status == "success" and bool(store.changed_paths())
+            opened.keep = outcome.status == "success" and bool(opened.store.changed_paths())
+            keep = opened.keep
     except RemoraError as exc:
         outcome, keep = _ended(key, "failed", exc.render()), False
     except Exception as exc:  # a bug must cost one job, not the run
         outcome, keep = _ended(key, "failed", f"{type(exc).__name__}: {exc}"), False
     if not keep:
-        with contextlib.suppress(RemoraError):
-            manager.remove(workspace_id)
         outcome = outcome.model_copy(update={"workspace_id": None, "changed_files": []})
     emitter.emit(
         JobFinished(

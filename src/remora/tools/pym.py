@@ -72,7 +72,7 @@ from remora import pyast
 from remora.contracts import SYSTEM_INPUTS
 from remora.errors import AgentDefinitionError
 from remora.regular_files import read_regular_file
-from remora.tools.capabilities import CAPABILITIES, Capability
+from remora.tools.capabilities import Capability
 
 MAX_SCRIPT_BYTES = 1024 * 1024
 """Largest .pym script read (a FIFO or device named like one is refused, not read)."""
@@ -881,14 +881,11 @@ def merge_override(prop: Mapping[str, Any], override: Mapping[str, Any]) -> dict
 # --- checking against the capability registry --------------------------------------------
 
 
-def check_pym(
-    script: PymScript, registry: Mapping[str, Capability] | None = None
-) -> list[Diagnostic]:
+def check_pym(script: PymScript, registry: Mapping[str, Capability]) -> list[Diagnostic]:
     """Every problem of ``script``: parse-time rules plus the capability stubs vs ``registry``.
 
-    ``registry`` defaults to the host's :data:`~remora.tools.capabilities.CAPABILITIES`.
+    ``registry`` is what the script's agent may call (toolkit plus its operation's own).
     """
-    registry = CAPABILITIES if registry is None else registry
     label = str(script.path)
     problems = list(script.problems)
     declared = {ext.name for ext in script.externals}
@@ -1036,10 +1033,9 @@ def _load(path: Path) -> tuple[_Stamp, PymScript]:
 
 
 def check_script_file(
-    path: Path, registry: Mapping[str, Capability] | None = None
+    path: Path, registry: Mapping[str, Capability]
 ) -> tuple[PymScript, list[Diagnostic]]:
     """:func:`load_pym` plus :func:`check_pym`, both cached per file version and registry."""
-    registry = CAPABILITIES if registry is None else registry
     stamp, script = _load(path)
     key = (script.path, stamp, id(registry))
     with _lock:

@@ -47,7 +47,7 @@ from pydantic import ValidationError
 from remora.config import ToolsConfig
 from remora.errors import RemoraError
 from remora.events import Emitter, NullEmitter, SandboxPrintEvent
-from remora.tools.capabilities import CAPABILITIES, Capability, CapabilityContext
+from remora.tools.capabilities import CapabilityContext
 from remora.tools.pym import PymScript, check_script_file, render_diagnostics, validate_value
 from remora.tools.result import ToolResult, cut_text
 from remora.tools.sandbox import PrintSink, Sandbox, SandboxRun
@@ -65,11 +65,9 @@ class ToolRuntime:
         self,
         config: ToolsConfig,
         emitter: Emitter | None = None,
-        registry: Mapping[str, Capability] | None = None,
     ) -> None:
         self.config = config
         self.emitter: Emitter = emitter or NullEmitter()
-        self.registry: Mapping[str, Capability] = CAPABILITIES if registry is None else registry
         self.sandbox = Sandbox(config)
 
     def __enter__(self) -> ToolRuntime:
@@ -134,7 +132,7 @@ class ToolRuntime:
     def _run(
         self, tool: ScriptTool, arguments: Mapping[str, Any], context: CapabilityContext
     ) -> ToolResult:
-        script = self._checked(tool.pym, tool.name)
+        script = self._checked(tool.pym, tool.name, context)
         if isinstance(script, ToolResult):
             return script
         problem = _argument_problem(script, tool, arguments)
@@ -156,9 +154,12 @@ class ToolRuntime:
             result = result.model_copy(update={"summary": "\n".join([*notes, result.summary])})
         return result
 
-    def _checked(self, path: Path, tool_name: str) -> PymScript | ToolResult:
-        """The checked script, or the error result a broken script earns its tool."""
-        script, problems = check_script_file(path, self.registry)
+    def _checked(
+        self, path: Path, tool_name: str, context: CapabilityContext
+    ) -> PymScript | ToolResult:
+        """The checked script, or the error result a broken script earns its tool; checked
+        against the capabilities the job may call (``context.capabilities``)."""
+        script, problems = check_script_file(path, context.capabilities)
         if problems:
             return ToolResult.failure(
                 f"the {tool_name} tool is broken ({render_diagnostics(problems[:3])}); "
@@ -171,7 +172,7 @@ class ToolRuntime:
         self, script: PymScript, inputs: Mapping[str, Any], context: CapabilityContext
     ) -> SandboxRun:
         functions: dict[str, Callable[..., Any]] = {
-            ext.name: functools.partial(self.registry[ext.name].func, context)
+            ext.name: functools.partial(context.capabilities[ext.name].func, context)
             for ext in script.externals
         }
         return self.sandbox.run(
@@ -205,7 +206,7 @@ class ToolRuntime:
         """One context provider's text, or a line saying why it is missing."""
         name = path.stem
         try:
-            checked, problems = check_script_file(path, self.registry)
+            checked, problems = check_script_file(path, context.capabilities)
         except RemoraError as exc:
             return f"[context {name} unavailable: {exc.render()}]"
         if problems:

@@ -23,11 +23,12 @@ from remora.definitions import SubagentDefinition
 from remora.errors import RemoraError, TrainingError
 from remora.harness import check_episode
 from remora.model.base import ModelClient, ModelRequest, ModelResponse, ToolCall
+from remora.operations.base import PlannedEpisode
 from remora.orchestration import Job
 from remora.runner import AgentResult, parse_response
 from remora.runner.parsing import parse_functiongemma_calls
 from remora.training.dataset import TrainingExample
-from remora.training.traces import Planned, Session
+from remora.training.traces import Session
 
 
 class Score(Protocol):
@@ -223,7 +224,7 @@ def _problem_kind(problem: str) -> str:
 
 async def score_episodes(
     session: Session,
-    episodes: Sequence[Planned],
+    episodes: Sequence[PlannedEpisode],
     model: ModelClient,
     *,
     label: str,
@@ -240,7 +241,7 @@ async def score_episodes(
     problems: Counter[str] = Counter()
     succeeded = not_run = 0
 
-    async def one(number: int, episode: Planned) -> None:
+    async def one(number: int, episode: PlannedEpisode) -> None:
         nonlocal succeeded, not_run
         async with gate:
             greedy = _GreedyModel(model, adapter)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -51,7 +52,7 @@ from rich.progress import (
 
 from remora.config import RemoraConfig
 from remora.contracts import SUBMIT_TOOL, JobKey
-from remora.definitions import SubagentDefinition, load_agents
+from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode, discover
 from remora.errors import RemoraError, TrainingError
 from remora.harness import check_episode, operation_options
@@ -62,37 +63,17 @@ from remora.model.functiongemma import (
     render_prompt,
     render_request,
 )
+from remora.operations import OperationRegistry, installed_operations
+from remora.operations.base import CorpusFile, EpisodePlanner, PlannedEpisode, read_source
+from remora.operations.experts import Expert, ExpertError, MistakenCall
 from remora.orchestration import Job
-from remora.orchestration.job import run_job, run_precheck
+from remora.orchestration.job import open_job
 from remora.runner import AgentResult
 from remora.runner.history import estimate_tokens
 from remora.tools.runtime import ToolRuntime
-from remora.training.corpus import (
-    CorpusFile,
-    cases_for,
-    corpus_files,
-    host_shown,
-    inject_defects,
-    lint_issue_count,
-    read_source,
-    strip_docstring,
-)
+from remora.training.corpus import corpus_files
 from remora.training.dataset import TrainingExample, write_examples
-from remora.training.experts import (
-    MAX_CASE_CHARS,
-    DocstringExpert,
-    Expert,
-    ExpertError,
-    LintExpert,
-    MistakenCall,
-    SampleDataExpert,
-    TestExpert,
-    case_batches,
-)
 from remora.workspace import WorkspaceManager
-
-AGENTS = ("lint", "docstring", "test", "sample_data")
-"""The agents with an expert policy."""
 
 VALIDATION_SHARE = 0.1
 MISTAKES = 0.15
@@ -142,26 +123,6 @@ class TraceReport(BaseModel):
 # --- episodes -------------------------------------------------------------------------
 
 
-@dataclass
-class Planned:
-    """One episode to run: the scratch text of its file, its node and its expert."""
-
-    id: str
-    file: CorpusFile
-    qualname: str
-    node_type: str
-    text: str
-    expert: Expert
-    digest: str
-    shared_root: bool = False
-    docstring: str | None = None
-
-    def outcome(self, status: Literal["kept", "dropped", "skipped"], reason: str) -> Outcome:
-        return Outcome(
-            id=self.id, source=self.file.source, digest=self.digest, status=status, reason=reason
-        )
-
-
 class Outcome(BaseModel):
     """One episode's end: kept with its examples, or why not (one line of the journal)."""
 
@@ -175,10 +136,6 @@ class Outcome(BaseModel):
     mistake: bool = Field(default=False, description="It opened with a deliberate mistake.")
     over_context: int = Field(default=0, description="Turns left out: longer than the context.")
     examples: list[TrainingExample] = Field(default_factory=list)
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
 def is_validation(source: str, share: float = VALIDATION_SHARE) -> bool:
@@ -195,10 +152,17 @@ def _nodes(root: Path, source: str) -> list[CSTNode]:
     return discover([root / source], root=root).nodes
 
 
-def with_mistake(seed: int, episode: str, share: float) -> bool:
-    """Whether an episode opens with a deliberate mistake (a stable draw per episode)."""
-    value = int(hashlib.sha256(f"{seed}:{episode}".encode()).hexdigest()[:8], 16)
-    return value % 10_000 < share * 10_000
+def outcome_of(
+    episode: PlannedEpisode, status: Literal["kept", "dropped", "skipped"], reason: str
+) -> Outcome:
+    """The journal line of ``episode`` ending as ``status``."""
+    return Outcome(
+        id=episode.id,
+        source=episode.file.source,
+        digest=episode.digest,
+        status=status,
+        reason=reason,
+    )
 
 
 def plan_file(
@@ -207,84 +171,30 @@ def plan_file(
     seed: int,
     skipped: Counter[str],
     mistakes: float = 0.0,
-) -> Iterator[Planned]:
-    """The episodes of one corpus file; nodes without one are counted in ``skipped``.
-
-    A ``mistakes`` share of the lint and docstring episodes open with a deliberate
-    mistake the tools refuse (see :mod:`remora.training.experts`), to show recoveries.
-    """
+    *,
+    operations: OperationRegistry | None = None,
+) -> Iterator[PlannedEpisode]:
+    """The episodes of one corpus file, as the agent's operation plans them; nodes without
+    one are counted in ``skipped``. A ``mistakes`` share of episodes may open with a
+    deliberate mistake the tools refuse, to show recoveries."""
+    planner = _planner(agent.name, operations or installed_operations())
     text = read_source(file.path)
     if text is None:
         skipped["the file is not UTF-8 Python that parses"] += 1
         return
-    if agent.name == "lint":
-        count = lint_issue_count(text)
-        if count is not None and count + 3 > agent.max_turns - 2:
-            skipped["lint: more issues than the agent has turns for"] += 1
-            return
-        injected, keys = inject_defects(text, file.source, seed)
-        if not keys:
-            skipped["lint: no site to inject a defect"] += 1
-        for variant, body in (("real", text), ("injected", injected if keys else None)):
-            if body is None:
-                continue
-            name = f"{file.source}#{variant}"
-            expert = LintExpert(mistake=with_mistake(seed, name, mistakes))
-            yield Planned(name, file, "", "file", body, expert, _digest(body, str(expert)))
-        return
-    with tempfile.TemporaryDirectory(prefix="remora-plan-") as scratch:
-        root = Path(scratch)
-        (root / file.source).parent.mkdir(parents=True, exist_ok=True)
-        (root / file.source).write_text(text, encoding="utf-8")
-        nodes = [n for n in _nodes(root, file.source) if n.node_type in agent.applies_to]
-    for node in nodes:
-        if node.name.startswith("_"):
-            skipped["private or special name (the precheck skips it)"] += 1
-            continue
-        if agent.name == "docstring":
-            stripped = strip_docstring(text, node.qualname)
-            if isinstance(stripped, str):
-                skipped[f"docstring: {stripped}"] += 1
-                continue
-            name = f"{file.source}::{node.qualname}"
-            mistake = with_mistake(seed, name, mistakes)
-            writer = DocstringExpert(stripped.summary, node.qualname, mistake=mistake)
-            yield Planned(
-                name,
-                file,
-                node.qualname,
-                node.node_type,
-                stripped.text,
-                writer,
-                _digest(stripped.text, node.qualname, str(writer)),
-                docstring=stripped.docstring,
-            )
-            continue
-        cases = cases_for(file, text, node.qualname, node.text)
-        if not cases:
-            skipped["no real argument values (doctests or tests)"] += 1
-            continue
-        if not case_batches(cases):
-            skipped[f"real argument values longer than {MAX_CASE_CHARS} characters"] += 1
-            continue
-        if not case_batches(cases, host_shown(text, node.qualname)):
-            skipped["every real argument list is among those the host shows"] += 1
-            continue
-        factory: Expert
-        if agent.name == "test":
-            factory = TestExpert(cases, node.qualname)
-        else:
-            factory = SampleDataExpert(cases, node.qualname)
-        yield Planned(
-            f"{file.source}::{node.qualname}",
-            file,
-            node.qualname,
-            node.node_type,
-            text,
-            factory,
-            _digest(text, node.qualname, *cases),
-            shared_root=True,
+    yield from planner(agent, file, text, seed, skipped, mistakes)
+
+
+def _planner(agent: str, operations: OperationRegistry) -> EpisodePlanner:
+    """The episode planner of the operation ``agent`` runs for (TRAIN_012 without one)."""
+    operation = operations.for_agent(agent)
+    if operation is None or operation.plan_episodes is None:
+        raise TrainingError(
+            "TRAIN_012",
+            f"no expert policy for agent '{agent}'",
+            f"choose one of: {', '.join(operations.traced_agents())}",
         )
+    return operation.plan_episodes
 
 
 # --- the recording model ----------------------------------------------------------------
@@ -462,7 +372,7 @@ class Session:
         return self.roots[key]
 
     @contextlib.asynccontextmanager
-    async def root_for(self, episode: Planned) -> AsyncIterator[Path]:
+    async def root_for(self, episode: PlannedEpisode) -> AsyncIterator[Path]:
         """The scratch project the episode runs in (its own, unless it shares its entry's)."""
         if episode.shared_root:
             yield self.shared_root(episode.file)
@@ -478,12 +388,12 @@ class Session:
             shutil.rmtree(root, ignore_errors=True)
 
     async def play(
-        self, episode: Planned, attempt: int, model: ModelClient
+        self, episode: PlannedEpisode, attempt: int, model: ModelClient
     ) -> tuple[Job, AgentResult] | Outcome:
         """Run one episode with ``model`` choosing the calls, in its scratch project: the
         job and its result, or an Outcome when the episode could not run to an end (its
         node is gone, the precheck skips it, the expert or a tool gave up)."""
-        outcome = episode.outcome
+        outcome = functools.partial(outcome_of, episode)
         async with self.root_for(episode) as root:
             found = [
                 node
@@ -497,42 +407,21 @@ class Session:
             manager = WorkspaceManager(root)
             key = JobKey(self.agent.name, node.node_id, self.run_id, attempt)
             job = Job(agent=self.agent, node=node, key=key, options=self.options)
-            workspace_id = key.workspace_id
             try:
-                with manager.create(
-                    key.operation,
-                    node.node_id,
-                    key.run_id,
-                    file_path=node.file_path,
-                    workspace_id=workspace_id,
-                ) as store:
-                    skipped = await run_precheck(
-                        job,
-                        runtime=self.runtime,
-                        store=store,
-                        config=self.config,
-                        workspace_id=workspace_id,
-                    )
+                with open_job(
+                    job, manager=manager, runtime=self.runtime, config=self.config
+                ) as opened:
+                    skipped = await opened.precheck()
                     if skipped is not None:
                         return outcome("skipped", f"precheck: {skipped.summary}")
-                    result = await run_job(
-                        job,
-                        model=model,
-                        runtime=self.runtime,
-                        store=store,
-                        config=self.config,
-                        workspace_id=workspace_id,
-                    )
+                    result = await opened.run(model)
             except ExpertError as exc:
                 return outcome("dropped", f"expert: {exc}")
             except RemoraError as exc:
                 return outcome("dropped", exc.render()[:160])
-            finally:
-                with contextlib.suppress(RemoraError, OSError):
-                    manager.remove(workspace_id)
         return job, result
 
-    async def run(self, episode: Planned, attempt: int) -> Outcome:
+    async def run(self, episode: PlannedEpisode, attempt: int) -> Outcome:
         """Record one expert episode: kept with its examples, or why not."""
         model = ExpertModel(episode.expert, self.count_tokens)
         played = await self.play(episode, attempt, model)
@@ -541,8 +430,8 @@ class Session:
         job, result = played
         problem = episode_problem(self.agent, job, result, model.turns, episode.docstring)
         if problem is not None:
-            return episode.outcome("dropped", problem)
-        kept = episode.outcome("kept", "")
+            return outcome_of(episode, "dropped", problem)
+        kept = outcome_of(episode, "kept", "")
         examples = examples_of(self.agent.name, episode.file.source, episode.id, model.turns)
         count = self.count_tokens or estimate_tokens
         context = self.config.model.context_size
@@ -580,37 +469,6 @@ def _reason_key(reason: str) -> str:
     """Reasons grouped for the report: without the line numbers, names and values."""
     head = reason.split(": ", 2)
     return ": ".join(head[:2]) if reason.startswith(("expert", "precheck")) else head[0]
-
-
-class ModelTokenCounter:
-    """The embedded model's tokenizer (its vocabulary alone, no weights), counting as the
-    in-process backend counts: node fitting and history trimming then cut the prompts
-    where a real run would."""
-
-    def __init__(self, config: RemoraConfig) -> None:
-        from remora.model.defaults import resolve_model_path
-        from remora.model.llama_cpp import _bindings, _install_log_callback
-
-        self.lib = _bindings()
-        _install_log_callback(self.lib, False)
-        path = resolve_model_path(config.model)
-        params = self.lib.llama_model_default_params()
-        params.vocab_only = True
-        self.model = self.lib.llama_model_load_from_file(str(path).encode("utf-8"), params)
-        if not self.model:
-            raise TrainingError(
-                "TRAIN_003", f"cannot read the vocabulary of {path}", "check model.path"
-            )
-        self.vocab = self.lib.llama_model_get_vocab(self.model)
-
-    def __call__(self, text: str) -> int:
-        data = text.encode("utf-8")
-        capacity = len(data) + 8
-        tokens = (self.lib.llama_token * capacity)()
-        found = int(
-            self.lib.llama_tokenize(self.vocab, data, len(data), tokens, capacity, False, True)
-        )
-        return -found if found < 0 else found  # negative: the count that did not fit
 
 
 def _state(agent: SubagentDefinition, seed: int, mistakes: float, counting: str) -> dict[str, Any]:
@@ -665,7 +523,8 @@ def held_out_episodes(
     *,
     limit: int | None = None,
     share: float = VALIDATION_SHARE,
-) -> list[Planned]:
+    operations: OperationRegistry | None = None,
+) -> list[PlannedEpisode]:
     """Up to ``limit`` validation episodes the expert completed in the generation journaled
     in ``folder``, planned again from ``corpus`` without deliberate mistakes: the same
     nodes, seeded defects and real inputs, from source files never trained on."""
@@ -686,7 +545,7 @@ def held_out_episodes(
         episode
         for file in corpus_files(corpus)
         if file.source in wanted
-        for episode in plan_file(agent, file, seed, Counter())
+        for episode in plan_file(agent, file, seed, Counter(), operations=operations)
         if episode.id in chosen
     ]
     return sorted(planned, key=lambda episode: kept.index(episode.id))
@@ -759,7 +618,7 @@ class _Tally:
         )
 
 
-def _guarded(episodes: Iterator[Planned], skipped: Counter[str]) -> Iterator[Planned]:
+def _guarded(episodes: Iterator[PlannedEpisode], skipped: Counter[str]) -> Iterator[PlannedEpisode]:
     """A file's episodes; a file that cannot be planned is counted, not fatal."""
     try:
         yield from episodes
@@ -767,10 +626,12 @@ def _guarded(episodes: Iterator[Planned], skipped: Counter[str]) -> Iterator[Pla
         skipped[f"planning failed: {type(exc).__name__}"] += 1
 
 
-def _interleave(groups: Iterator[Iterator[Planned]], width: int = 16) -> Iterator[Planned]:
+def _interleave(
+    groups: Iterator[Iterator[PlannedEpisode]], width: int = 16
+) -> Iterator[PlannedEpisode]:
     """Episodes taken in turn from ``width`` files at a time, so a limited run covers many
     files (and both sides of the split) rather than every node of a few."""
-    window: deque[Iterator[Planned]] = deque()
+    window: deque[Iterator[PlannedEpisode]] = deque()
     while True:
         while len(window) < width and (group := next(groups, None)) is not None:
             window.append(group)
@@ -785,7 +646,7 @@ def _interleave(groups: Iterator[Iterator[Planned]], width: int = 16) -> Iterato
 
 async def _run_all(
     session: Session,
-    episodes: Iterator[Planned],
+    episodes: Iterator[PlannedEpisode],
     done: dict[str, Outcome],
     tally: _Tally,
     journal: TextIO,
@@ -797,7 +658,7 @@ async def _run_all(
     """Run the episodes not already ``done``, ``concurrency`` at a time, until ``limit``
     episodes ran or the ``deadline`` passed; each outcome is journaled as it comes.
     Returns how many episodes were planned."""
-    queue: asyncio.Queue[tuple[Planned, int] | None] = asyncio.Queue(maxsize=concurrency)
+    queue: asyncio.Queue[tuple[PlannedEpisode, int] | None] = asyncio.Queue(maxsize=concurrency)
 
     async def worker() -> None:
         while (work := await queue.get()) is not None:
@@ -807,7 +668,7 @@ async def _run_all(
                 item = await session.run(episode, attempt)
             except Exception as exc:  # a bug costs the episode, not the run
                 reason = f"crashed: {type(exc).__name__}: {exc}"[:160]
-                item = episode.outcome("dropped", reason)
+                item = outcome_of(episode, "dropped", reason)
             item.seconds = round(time.monotonic() - began, 3)
             tally.ran_now += item.status != "skipped"
             journal.write(item.model_dump_json() + "\n")
@@ -851,7 +712,10 @@ def _token_counter(
     """The token counter episodes run with, and its name for the report."""
     if tokens == "model":
         try:
-            return ModelTokenCounter(config), "model tokenizer"
+            from remora.model.defaults import resolve_model_path
+            from remora.model.llama_cpp import VocabularyCounter
+
+            return VocabularyCounter(resolve_model_path(config.model)), "model tokenizer"
         except (ImportError, RemoraError, OSError, ValueError) as exc:
             return None, f"estimate (model tokenizer unavailable: {exc})"
     return None, "estimate (4 characters per token)"
@@ -871,17 +735,14 @@ async def generate_traces_async(
     config: RemoraConfig | None = None,
     validation_share: float = VALIDATION_SHARE,
     mistakes: float = MISTAKES,
+    operations: OperationRegistry | None = None,
 ) -> TraceReport:
     """:func:`generate_traces`, in a running event loop."""
     started = time.monotonic()
-    config = config or RemoraConfig()
-    if agent_name not in AGENTS:
-        raise TrainingError(
-            "TRAIN_012",
-            f"no expert policy for agent '{agent_name}'",
-            f"choose one of: {', '.join(AGENTS)}",
-        )
-    agent = load_agents(config.agents.dirs)[agent_name]
+    operations = operations or installed_operations()
+    config = config or RemoraConfig(operations=operations.default_configs())
+    _planner(agent_name, operations)
+    agent = operations.load_agents(config.agents.dirs)[agent_name]
     files = corpus_files(corpus)
     if not files:
         raise TrainingError(
@@ -911,7 +772,10 @@ async def generate_traces_async(
             return late or (limit is not None and tally.ran() >= limit)
 
         episodes = _interleave(
-            _guarded(plan_file(agent, file, seed, tally.skipped, mistakes), tally.skipped)
+            _guarded(
+                plan_file(agent, file, seed, tally.skipped, mistakes, operations=operations),
+                tally.skipped,
+            )
             for file in order
             if not stopped()
         )
@@ -974,6 +838,7 @@ def generate_traces(
     config: RemoraConfig | None = None,
     validation_share: float = VALIDATION_SHARE,
     mistakes: float = MISTAKES,
+    operations: OperationRegistry | None = None,
 ) -> TraceReport:
     """Record expert episodes of ``agent_name`` on ``corpus`` into ``out_dir/<agent>/``.
 
@@ -998,5 +863,6 @@ def generate_traces(
             config=config,
             validation_share=validation_share,
             mistakes=mistakes,
+            operations=operations,
         )
     )

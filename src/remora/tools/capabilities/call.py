@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from remora.errors import ToolError
-from remora.tools.capabilities._registry import CapabilityContext, capability
-from remora.tools.capabilities._store_io import checked_path, not_found
-from remora.tools.capabilities._values import as_float
+from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.store_io import checked_path, not_found
+from remora.tools.capabilities.values import as_float
 from remora.tools.isolation import project_sandbox
 from remora.tools.process import import_roots
 

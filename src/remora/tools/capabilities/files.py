@@ -24,9 +24,9 @@ import re2
 from remora.discovery.outline import number_lines
 from remora.discovery.parser import load_query_pack, parse_source
 from remora.errors import ToolError
-from remora.tools.capabilities._pysource import definition_not_found, syntax_error
-from remora.tools.capabilities._registry import CapabilityContext, capability
-from remora.tools.capabilities._store_io import (
+from remora.tools.capabilities.pysource import definition_not_found, syntax_error
+from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.store_io import (
     checked_path,
     decode_text,
     is_dir,
@@ -38,7 +38,7 @@ from remora.tools.capabilities._store_io import (
     walk_files,
     write_text,
 )
-from remora.tools.capabilities._values import as_int, as_text
+from remora.tools.capabilities.values import as_int, as_text
 
 MAX_SEARCH_RESULTS = 200
 MAX_READ_LINES = 200

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from remora.errors import ToolError
-from remora.tools.capabilities._pysource import syntax_error
-from remora.tools.capabilities._registry import CapabilityContext, capability
-from remora.tools.capabilities._store_io import (
+from remora.tools.capabilities.pysource import syntax_error
+from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.store_io import (
     bounded_diff,
     checked_path,
     is_dir,
@@ -39,7 +39,7 @@ from remora.tools.capabilities._store_io import (
     walk_files,
     write_text,
 )
-from remora.tools.capabilities._values import as_int
+from remora.tools.capabilities.values import as_int
 from remora.tools.process import run_command, scrubbed_env
 
 _CODE = re.compile(r"^[A-Z]+[0-9]*$")

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from remora.errors import ToolError
-from remora.tools.capabilities._pysource import (
+from remora.tools.capabilities.pysource import (
     Definition,
     Located,
     all_qualnames,
@@ -24,7 +24,7 @@ from remora.tools.capabilities._pysource import (
     find_definition,
     parse_python,
 )
-from remora.tools.capabilities._registry import CapabilityContext, capability
+from remora.tools.capabilities.registry import CapabilityContext, capability
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 

@@ -1,0 +1,184 @@
+"""What an operation is, and the episode material every operation's training part shares.
+
+An :class:`Operation` is one thing ``remora analyze`` can do to a node (``lint``,
+``docstring``, ``test``, ``sample_data``): the agent that does it, the capabilities its
+scripts call beyond the generic toolkit, its default options, how it is measured against
+the best deterministic tool (``remora eval``) and how training plans expert episodes for
+it (``remora train traces``). Each bundled operation lives in its own package
+(``remora.operations.<package>``); a user's operation is the same value, published through
+the ``remora.operations`` entry point group (docs/writing-an-agent.md).
+
+Training material: the corpus is real Python files, each known by its ``source``, its path
+relative to the parent of the corpus entry it came from (``json/decoder.py``), which is
+also the path the agents see in the scratch project and what splits go by. An operation's
+planner turns one such file into :class:`PlannedEpisode` values: the text the episode runs
+on, its node and the expert policy that plays it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sysconfig
+import tempfile
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from remora import pyast
+from remora.definitions import SubagentDefinition
+from remora.discovery import CSTNode, discover
+from remora.evaluation.context import Evaluator
+from remora.operations.experts import Expert
+from remora.tools.capabilities import Capability
+
+__all__ = [
+    "CorpusFile",
+    "EpisodePlanner",
+    "Evaluator",
+    "Operation",
+    "PlannedEpisode",
+    "digest",
+    "entry_test_texts",
+    "file_nodes",
+    "in_tests",
+    "read_source",
+    "stdlib_dir",
+    "with_mistake",
+]
+
+_TEST_DIRS = frozenset({"test", "tests", "testing"})
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    """One Python file of the corpus."""
+
+    source: str
+    path: Path
+    entry: Path
+
+
+@dataclass
+class PlannedEpisode:
+    """One episode to run: the scratch text of its file, its node and its expert.
+
+    ``shared_root`` episodes run in one scratch copy of their corpus entry's file (their
+    text is the file as it is); ``docstring`` is the original docstring the episode's file
+    lacks, which must not show in the prompt.
+    """
+
+    id: str
+    file: CorpusFile
+    qualname: str
+    node_type: str
+    text: str
+    expert: Expert
+    digest: str
+    shared_root: bool = False
+    docstring: str | None = None
+
+
+class EpisodePlanner(Protocol):
+    """The episodes of one corpus file for ``agent``; nodes without one are counted in
+    ``skipped`` by reason. A ``mistakes`` share of episodes may open with a deliberate
+    mistake the tools refuse, to show recoveries."""
+
+    def __call__(
+        self,
+        agent: SubagentDefinition,
+        file: CorpusFile,
+        text: str,
+        seed: int,
+        skipped: Counter[str],
+        mistakes: float,
+    ) -> Iterator[PlannedEpisode]: ...
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation: its agent folders and capabilities, its defaults, how it is measured
+    and how its expert episodes are planned.
+
+    ``agent`` names the agent that runs it (the operation's own name unless said);
+    ``agent_dirs`` are folders of agent folders, loaded with the bundled ones. An operation
+    without ``evaluate`` cannot be measured by ``remora eval``; one without
+    ``plan_episodes`` has no expert and cannot be traced for training.
+    """
+
+    name: str
+    agent_dirs: tuple[Path, ...] = ()
+    capabilities: Mapping[str, Capability] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+    evaluate: Evaluator | None = None
+    plan_episodes: EpisodePlanner | None = None
+    summary: str = ""
+    agent: str | None = None
+
+    @property
+    def agent_name(self) -> str:
+        return self.agent or self.name
+
+
+def digest(*parts: str) -> str:
+    """A short stable hash of an episode's input, so a changed one runs again."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
+
+
+def with_mistake(seed: int, episode: str, share: float) -> bool:
+    """Whether an episode opens with a deliberate mistake (a stable draw per episode)."""
+    value = int(hashlib.sha256(f"{seed}:{episode}".encode()).hexdigest()[:8], 16)
+    return value % 10_000 < share * 10_000
+
+
+def stdlib_dir() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def in_tests(relative: Path) -> bool:
+    """Whether a path relative to a corpus entry is test code (left out of the corpus)."""
+    return bool(_TEST_DIRS.intersection(relative.parts[:-1])) or relative.name.startswith("test_")
+
+
+def read_source(path: Path) -> str | None:
+    """The file's text, or None when it is not UTF-8 Python that parses."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        pyast.parse(text)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    return text
+
+
+@cache
+def entry_test_texts(entry: Path) -> tuple[tuple[str, str], ...]:
+    """The test modules of a corpus entry: the standard library's ``test/test_<name>*``
+    for its modules, a package's own ``tests/`` otherwise, as (path, text)."""
+    stdlib = stdlib_dir().resolve()
+    paths: list[Path] = []
+    if entry.parent == stdlib:
+        stem = entry.stem if entry.is_file() else entry.name
+        tests = stdlib / "test"
+        paths += sorted(tests.glob(f"test_{stem}.py")) + sorted(tests.glob(f"test_{stem}/**/*.py"))
+    elif entry.is_dir():
+        paths += sorted(p for p in entry.rglob("*.py") if in_tests(p.relative_to(entry)))
+    found: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            found.append((f"tests/{path.name}", path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return tuple(found)
+
+
+def file_nodes(file: CorpusFile, text: str, agent: SubagentDefinition) -> list[CSTNode]:
+    """The nodes of ``text`` (as ``file.source``) the agent applies to, as discovery finds
+    them in a scratch copy."""
+    with tempfile.TemporaryDirectory(prefix="remora-plan-") as scratch:
+        root = Path(scratch)
+        (root / file.source).parent.mkdir(parents=True, exist_ok=True)
+        (root / file.source).write_text(text, encoding="utf-8")
+        found = discover([root / file.source], root=root).nodes
+    return [node for node in found if node.node_type in agent.applies_to]

@@ -1,0 +1,521 @@
+"""Candidate argument sets for calling one function of an untyped project.
+
+A characterization agent runs these calls and records what it sees, and writes the ones worth
+keeping into a test, so every argument is Python source the host can prove is data (see
+:mod:`._arguments`): literals, and for parameters the function calls, small lambdas or
+builtins; a candidate that is not (a call site passing ``os.environ``) is left out. The code
+analysed is only parsed, never imported. Sources, most trusted first:
+
+1. ``doctest``: ``>>> name(...)`` examples in the function's own docstring;
+2. ``call_site`` / ``test``: literal calls in other project files (tests labelled ``test``);
+3. ``default``: parameters at their literal defaults, required ones filled from 4-6;
+4. ``literal``: values the body compares a parameter with (and boundaries), keys it reads;
+5. ``annotation``: typical values of the annotated type;
+6. ``name``: typical values guessed from the parameter's name (and, for a parameter the body
+   calls, callables of the arity it is called with).
+
+Steps 3-6 combine one factor at a time: a base set, then one parameter varied per candidate.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from remora import pyast
+from remora.operations.characterize._arguments import (
+    Case,
+    CaseError,
+    Scope,
+    check_expression,
+    module_scope,
+    parse_case,
+)
+from remora.tools.capabilities.project import is_test_file
+from remora.tools.capabilities.pysource import find_definition
+
+_FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
+_MISSING = object()
+_TIERS = ("literal", "annotation", "name")
+_CALLABLE_NAMES = {"func", "f", "fn", "predicate", "callback"}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way to call the function, as argument source, and where the values came from."""
+
+    args: tuple[str, ...]
+    kwargs: dict[str, str]
+    source: str
+
+    @property
+    def case(self) -> Case:
+        return Case(self.args, tuple(self.kwargs.items()))
+
+    def to_json(self) -> dict[str, Any]:
+        """The candidate as plain JSON data, ready for a sandboxed script."""
+        return {"text": self.case.text, "source": self.source}
+
+
+class _Expr(str):
+    """Source text among literal values: its repr is the text itself."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    kind: str  # "posonly" | "positional" | "kwonly"
+    default: Any  # _MISSING when required or when the default is not a JSON literal
+    has_default: bool
+    annotation: ast.expr | None
+
+
+@dataclass(frozen=True)
+class _Target:
+    func: _FuncDef
+    name: str
+    class_name: str | None
+    is_instance_method: bool
+    params: tuple[_Param, ...]
+    vararg: bool
+    varkw: bool
+
+
+def candidate_inputs(
+    source: str, qualname: str, project: Mapping[str, str] | None = None, limit: int = 12
+) -> list[Candidate]:
+    """Candidates for ``qualname`` in ``source``, most trusted first, deduplicated."""
+    target = _find(source, qualname)
+    allowed = module_scope(source)
+    found: list[Candidate] = []
+    seen: set[str] = set()
+
+    def add(candidates: Iterator[Candidate]) -> bool:
+        for candidate in candidates:
+            if len(found) >= limit:
+                return False
+            key = candidate.case.text
+            if key not in seen and _is_data(candidate, allowed):
+                seen.add(key)
+                found.append(candidate)
+        return len(found) < limit
+
+    if not add(_doctests(target, allowed)):
+        return found
+    if not add(_call_sites(target, project or {}, allowed)):
+        return found
+    add(_synthesized(target))
+    return found
+
+
+def _is_data(candidate: Candidate, scope: Scope) -> bool:
+    """Whether the candidate passes the same check as a model's case (no dunder strings, no
+    oversized values), so every candidate can be written into a test."""
+    if not candidate.case.text:
+        return True
+    try:
+        parse_case(candidate.case.text, scope)
+    except CaseError:
+        return False
+    return True
+
+
+def callable_params(source: str, qualname: str) -> list[str]:
+    """Parameters the function calls or that are named like functions."""
+    return list(_callables(_find(source, qualname)))
+
+
+# --- locating the function -------------------------------------------------------------------
+
+
+def _find(source: str, qualname: str) -> _Target:
+    """The definition of ``qualname``: a function or ``Class.method`` (nested classes too)."""
+    located = find_definition(pyast.parse(source), qualname)
+    if located is None:
+        raise ValueError(f"{qualname!r} is not defined in this module")
+    node = located.node
+    if isinstance(node, ast.ClassDef):
+        raise ValueError(f"{qualname!r} names a class, not a function")
+    if not all(isinstance(parent, ast.ClassDef) for parent in located.parents):
+        raise ValueError(f"{qualname!r} is local to a function, not callable from the module")
+    return _target(node, located.parents[-1].name if located.parents else None)
+
+
+def _target(func: _FuncDef, class_name: str | None) -> _Target:
+    """Parameters as the caller sees them: ``self``/``cls`` dropped, JSON defaults kept."""
+    decorators = {d.id for d in func.decorator_list if isinstance(d, ast.Name)}
+    drop_first = class_name is not None and "staticmethod" not in decorators
+    a = func.args
+    positional = [(p, "posonly") for p in a.posonlyargs] + [(p, "positional") for p in a.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults))
+    defaults += a.defaults
+    pairs = list(zip(positional, defaults, strict=True))
+    pairs += [((p, "kwonly"), d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
+    if drop_first and positional:
+        pairs = pairs[1:]
+    params = tuple(
+        _Param(
+            arg.arg,
+            kind,
+            _literal(d) if d is not None else _MISSING,
+            d is not None,
+            arg.annotation,
+        )
+        for (arg, kind), d in pairs
+    )
+    return _Target(
+        func=func,
+        name=func.name,
+        class_name=class_name,
+        is_instance_method=drop_first and "classmethod" not in decorators,
+        params=params,
+        vararg=a.vararg is not None,
+        varkw=a.kwarg is not None,
+    )
+
+
+# --- values ------------------------------------------------------------------------------------
+
+
+def _literal(node: ast.expr) -> Any:
+    """The node's literal value, or ``_MISSING`` (names, calls, infinities)."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _MISSING
+    return value if _is_plain(value) else _MISSING
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether ``repr(value)`` is a literal that evaluates back to ``value``."""
+    if value is None or isinstance(value, bool | int | str | bytes):
+        return True
+    if isinstance(value, float | complex):
+        return all(math.isfinite(part) for part in (complex(value).real, complex(value).imag))
+    if isinstance(value, list | tuple | set | frozenset):
+        return not isinstance(value, frozenset) and all(_is_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(_is_plain(k) and _is_plain(v) for k, v in value.items())
+    return False
+
+
+def _argument(node: ast.expr, allowed: Scope) -> str | None:
+    """The argument as case source: a literal's canonical repr, or an allowed expression."""
+    value = _literal(node)
+    if value is not _MISSING:
+        return repr(value)
+    try:
+        check_expression(node, allowed)
+    except CaseError:
+        return None
+    return ast.unparse(node)
+
+
+# --- 1 and 2: examples written by people -------------------------------------------------------
+
+
+def _doctests(target: _Target, allowed: Scope) -> Iterator[Candidate]:
+    """Calls in ``>>>`` examples (with ``...`` continuations) of the function's docstring."""
+    doc = ast.get_docstring(target.func) or ""
+    lines = doc.splitlines()
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped.startswith(">>>"):
+            continue
+        text = stripped[3:].strip()
+        for more in lines[index + 1 :]:
+            if not more.strip().startswith("..."):
+                break
+            text += "\n" + more.strip()[3:].strip()
+        try:
+            tree = pyast.parse(text)
+        except SyntaxError:
+            continue
+        yield from _literal_calls(tree, target, "doctest", allowed, in_own_module=True)
+
+
+def _call_sites(target: _Target, project: Mapping[str, str], allowed: Scope) -> Iterator[Candidate]:
+    """Calls in the other files whose arguments a case may contain; files named like tests
+    give source ``test``."""
+    for path in sorted(project):
+        try:
+            tree = pyast.parse(project[path])
+        except (SyntaxError, ValueError):
+            continue
+        kind = "test" if is_test_file(path.replace("\\", "/")) else "call_site"
+        yield from _literal_calls(tree, target, kind, allowed, in_own_module=False)
+
+
+def _literal_calls(
+    tree: ast.AST, target: _Target, source: str, allowed: Scope, *, in_own_module: bool
+) -> Iterator[Candidate]:
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not _calls_target(node.func, target, in_own_module):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            continue
+        if any(k.arg is None for k in node.keywords):
+            continue
+        args = [_argument(a, allowed) for a in node.args]
+        kwargs = {k.arg: _argument(k.value, allowed) for k in node.keywords if k.arg is not None}
+        if None in args or None in kwargs.values():
+            continue
+        checked_args = [a for a in args if a is not None]
+        checked_kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        if _fits(target, checked_args, checked_kwargs):
+            yield Candidate(tuple(checked_args), checked_kwargs, source)
+
+
+def _calls_target(func: ast.expr, target: _Target, in_own_module: bool) -> bool:
+    """``name(...)`` / ``module.name(...)`` for functions, ``obj.name(...)`` for methods."""
+    if target.class_name is None:
+        if isinstance(func, ast.Name):
+            return func.id == target.name
+        return (
+            isinstance(func, ast.Attribute)
+            and func.attr == target.name
+            and isinstance(func.value, ast.Name | ast.Attribute)
+        )
+    if not isinstance(func, ast.Attribute) or func.attr != target.name:
+        return in_own_module and isinstance(func, ast.Name) and func.id == target.name
+    # ``Class.method(obj, ...)`` passes self explicitly: its arguments do not line up.
+    owner = func.value
+    return not (
+        target.is_instance_method and isinstance(owner, ast.Name) and owner.id == target.class_name
+    )
+
+
+def _fits(target: _Target, args: list[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether the call could bind to this signature (a same-named other function may not)."""
+    positional = [p for p in target.params if p.kind != "kwonly"]
+    if len(args) > len(positional) and not target.vararg:
+        return False
+    names = {p.name for p in target.params if p.kind != "posonly"}
+    if any(k not in names for k in kwargs) and not target.varkw:
+        return False
+    bound = {p.name for p in positional[: len(args)]} | set(kwargs)
+    return all(p.has_default or p.name in bound for p in target.params)
+
+
+# --- 3 to 6: synthesized -----------------------------------------------------------------------
+
+
+def _synthesized(target: _Target) -> Iterator[Candidate]:
+    """A base set, then each parameter varied through its pools, tier by tier."""
+    callables = _callables(target)
+    params = [p for p in target.params if p.name not in callables or not p.has_default]
+    pools = {
+        p.name: _callable_pools(callables[p.name])
+        if p.name in callables
+        else _pools(p, target.func)
+        for p in params
+    }
+    base: dict[str, Any] = {}
+    for p in params:
+        if p.default is not _MISSING:
+            base[p.name] = p.default
+        elif not p.has_default:
+            first = next((pools[p.name][t] for t in _TIERS if pools[p.name][t]), [1])
+            base[p.name] = first[0]
+    yield _build(params, base, "default")
+    for tier in ("default", *_TIERS):
+        for p in params:
+            for value in pools[p.name].get(tier, []):
+                yield _build(params, {**base, p.name: value}, tier)
+
+
+def _build(params: list[_Param], values: dict[str, Any], source: str) -> Candidate:
+    """Positional until a parameter is left at a non-literal default, then keywords."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    gap = False
+    for p in params:
+        if p.name not in values:
+            gap = True
+        elif p.kind == "kwonly" or (gap and p.kind == "positional"):
+            kwargs[p.name] = values[p.name]
+        elif not gap:
+            args.append(values[p.name])
+    return Candidate(tuple(repr(a) for a in args), {k: repr(v) for k, v in kwargs.items()}, source)
+
+
+_CALLABLES_BY_ARITY: dict[int, list[str]] = {
+    0: ["lambda: 1"],
+    1: ["lambda x: x", "str", "bool"],
+    2: ["operator.add", "lambda a, b: (a, b)"],
+}
+
+
+def _callable_pools(arity: int) -> dict[str, list[Any]]:
+    """Callables taking ``arity`` positional arguments (-1: unknown, any number)."""
+    exprs = _CALLABLES_BY_ARITY.get(arity, ["lambda *args: args"])
+    return {"default": [], "literal": [], "annotation": [], "name": [_Expr(t) for t in exprs]}
+
+
+def _pools(param: _Param, func: _FuncDef) -> dict[str, list[Any]]:
+    pools: dict[str, list[Any]] = {
+        "default": [not param.default] if isinstance(param.default, bool) else [],
+        "literal": _body_literals(param.name, func),
+        "annotation": _annotation_values(param.annotation),
+    }
+    named, known = _name_values(param.name)
+    untyped = not pools["annotation"]
+    pools["name"] = named if untyped and (known or not param.has_default) else []
+    return pools
+
+
+def _body_literals(name: str, func: _FuncDef) -> list[Any]:
+    """Values the body compares ``name`` with, numeric boundaries, and keys it subscripts."""
+    values: list[Any] = []
+    keys: list[str] = []
+    for node in ast.walk(func):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for left, op, right in zip(operands, node.ops, operands[1:], strict=False):
+                if _is_name(left, name):
+                    values += _compared(op, right, mirrored=False)
+                elif _is_name(right, name):
+                    values += _compared(op, left, mirrored=True)
+        elif isinstance(node, ast.Subscript) and _is_name(node.value, name):
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keys.append(key.value)
+    if keys:
+        values.append(dict.fromkeys(keys, 1))
+    return _unique(values)
+
+
+def _compared(op: ast.cmpop, other: ast.expr, mirrored: bool) -> list[Any]:
+    if isinstance(op, ast.In | ast.NotIn):
+        if mirrored:
+            return []
+        if isinstance(other, ast.Tuple | ast.List | ast.Set):
+            items = [_literal(e) for e in other.elts]
+            return [v for v in items if v is not _MISSING]
+        return []
+    value = _literal(other)
+    if value is _MISSING:
+        return []
+    if isinstance(op, ast.Eq | ast.NotEq | ast.Is | ast.IsNot):
+        return [value]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return [value]
+    # ``p < c`` and ``c > p`` fail at c and pass just below: give both sides of the edge.
+    if mirrored:
+        op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(
+            type(op), op
+        )
+    if isinstance(op, ast.Lt | ast.GtE):
+        return [value - 1, value]
+    if isinstance(op, ast.Gt | ast.LtE):
+        return [value, value + 1]
+    return [value]
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+_TYPE_VALUES: dict[str, list[Any]] = {
+    "int": [0, 1, 3],
+    "float": [0.5],
+    "str": ["", "abc"],
+    "bool": [True, False],
+    "list": [[], [1, 2, 3]],
+    "dict": [{}, {"a": 1}],
+}
+_TYPE_ALIASES = {
+    "List": "list",
+    "Sequence": "list",
+    "Iterable": "list",
+    "Dict": "dict",
+    "Mapping": "dict",
+}
+
+
+def _annotation_values(node: ast.expr | None) -> list[Any]:
+    """Typical values of an annotation: ``Optional[X]`` and ``X | None`` add None."""
+    if node is None:
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = pyast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return []
+    if isinstance(node, ast.Constant) and node.value is None:
+        return [None]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _unique(_annotation_values(node.left) + _annotation_values(node.right))
+    if isinstance(node, ast.Subscript):
+        head = _type_name(node.value)
+        if head in ("Optional", "Union"):
+            parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            values = [v for part in parts for v in _annotation_values(part)]
+            return _unique(values + ([None] if head == "Optional" else []))
+        node = node.value
+    name = _type_name(node)
+    return list(_TYPE_VALUES.get(_TYPE_ALIASES.get(name, name), []))
+
+
+def _type_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else ""
+
+
+_INT_NAMES = {"n", "k", "count", "size", "index", "i"}
+_LIST_NAMES = {"items", "seq", "values", "xs", "lst", "iterable"}
+_STR_NAMES = {"key", "name", "text", "s", "string", "word", "prefix"}
+
+
+def _name_values(name: str) -> tuple[list[Any], bool]:
+    """Values guessed from the parameter's name, and whether the name was recognized."""
+    rules: list[tuple[bool, list[Any]]] = [
+        (name in ("flag",) or name.startswith("is_") or name.endswith("_enabled"), [True, False]),
+        (name.startswith("percent"), [0, 50, 100]),
+        (name.startswith("price") or name.endswith("_cents") or name == "amount", [0, 1000]),
+        (name in _INT_NAMES or name.startswith("num") or name.endswith("_count"), [0, 1, 3]),
+        (name in ("path", "filename"), ["example.txt"]),
+        (name in ("d", "mapping") or name.startswith("dict"), [{"a": 1}]),
+        (name in _STR_NAMES, ["a", "abc"]),
+        (name in _LIST_NAMES or re.fullmatch(r"\w+[^su]s", name) is not None, [[1, 2, 3], []]),
+    ]
+    for matched, values in rules:
+        if matched:
+            return list(values), True
+    return [1, "a"], False
+
+
+def _callables(target: _Target) -> dict[str, int]:
+    """Parameters called in the body or named like functions (``key`` only when called),
+    with the number of positional arguments of the first call (-1 when starred, 1 unseen)."""
+    arity: dict[str, int] = {}
+    for node in ast.walk(target.func):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            starred = any(isinstance(a, ast.Starred) for a in node.args)
+            arity.setdefault(node.func.id, -1 if starred else len(node.args))
+    return {
+        p.name: arity.get(p.name, 1)
+        for p in target.params
+        if p.name in arity
+        or p.name in _CALLABLE_NAMES
+        or p.name.endswith(("_func", "_fn", "_callback"))
+    }
+
+
+def _unique(values: list[Any]) -> list[Any]:
+    seen: set[str] = set()
+    out: list[Any] = []
+    for value in values:
+        key = repr(value)
+        if key not in seen:
+            seen.add(key)
+            out.append(value)
+    return out

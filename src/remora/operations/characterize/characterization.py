@@ -1,0 +1,401 @@
+"""The test agent's host side: observed behaviours into a pytest file, verified twice.
+
+:func:`write_characterization_tests` renders the job's kept observations (see
+:mod:`.inputs`) as a test file beside the project's tests. :func:`run_characterization_tests`
+runs that file twice under coverage.py in the isolated runner; a test that fails in either
+run is dropped (the file is rewritten without it), so what is kept passes, deterministically,
+on the unmodified project. Coverage is of the function alone, from the generated tests alone.
+
+Codes: TOOL_705 nothing observed yet or nothing worth a test, TOOL_706 no generated test
+survived two runs, TOOL_707 a model-written test file is not a test module, TOOL_401 pytest
+or coverage could not run.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from remora import pyast
+from remora.errors import ToolError
+from remora.operations.characterize._arguments import (
+    MAX_CASE_CHARS,
+    Case,
+    CaseError,
+    Scope,
+    check_value,
+    exception_name,
+    parse_case,
+)
+from remora.operations.characterize._coverage import (
+    FunctionCoverage,
+    file_entry,
+    function_coverage,
+    function_span,
+)
+from remora.operations.characterize._testgen import (
+    MARKER,
+    Behaviour,
+    render_tests,
+    test_file_path,
+)
+from remora.operations.characterize.inputs import (
+    Draft,
+    Observation,
+    Target,
+    draft,
+    left_out,
+    load_target,
+    nothing_as_data,
+    observe_cases,
+)
+from remora.tools.capabilities.project import is_test_file, module_names, module_tests
+from remora.tools.capabilities.pytest_runner import parse_junit
+from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.store_io import scan_text, store_read, walk_files, write_text
+from remora.tools.isolation import project_sandbox
+from remora.tools.process import import_roots, python_command
+
+RUNS = 2
+_TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", re.MULTILINE)
+_TOP_LEVEL = re.compile(r"^\S", re.MULTILINE)
+
+
+@capability
+def existing_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """The project's test files for the module, and the tests in them that use the function."""
+    target = load_target(ctx, path, qualname)
+    files = []
+    for test_file in module_tests(ctx, target.path):
+        text = scan_text(ctx, test_file)
+        if text is None or MARKER in text:
+            continue
+        names = [
+            match.group(1)
+            for match in _TEST_DEF.finditer(text)
+            if target.name in _block(text, match.start(1))
+        ]
+        files.append({"path": test_file, "tests": names[:20], "count": len(names)})
+    return {"files": files, "tests_using_function": sum(f["count"] for f in files)}
+
+
+def _block(text: str, start: int) -> str:
+    """The text of the test starting at ``start``, up to the next top-level statement."""
+    line_end = text.find("\n", start)
+    end = _TOP_LEVEL.search(text, line_end + 1) if line_end >= 0 else None
+    return text[start : end.start()] if end else text[start:]
+
+
+@capability
+def write_characterization_tests(
+    ctx: CapabilityContext, path: str, qualname: str
+) -> dict[str, Any]:
+    """Write one test per distinct observed behaviour; returns the file and the test names."""
+    target = load_target(ctx, path, qualname)
+    job = draft(ctx, target.path, qualname)
+    if not job.observations:
+        raise ToolError(
+            "TOOL_705",
+            f"nothing has been run for {qualname} yet",
+            "run the inputs first (propose_inputs)",
+        )
+    kept = job.kept()
+    if not kept:
+        problems = sorted({o.verdict for o in job.observations})
+        raise ToolError(
+            "TOOL_705",
+            f"no input gave a behaviour worth a test ({', '.join(problems)})",
+            "propose other argument lists whose types fit the parameters",
+        )
+    text, tests, notes = _render(target, kept)
+    if not tests:
+        raise nothing_as_data("no observed behaviour", notes)
+    test_path = _test_path(ctx, target)
+    write_text(ctx, test_path, text)
+    job.test_path, job.tests, job.verified = test_path, tests, None
+    written: dict[str, Any] = {"path": test_path, "tests": list(tests), "behaviours": len(tests)}
+    return {**written, "left_out": notes} if notes else written
+
+
+def _test_path(ctx: CapabilityContext, target: Target) -> str:
+    """Where the tests go; a file of the same name that Remora did not write is never replaced."""
+    files = [f for f in walk_files(ctx, "", (".py",)) if is_test_file(f)]
+    chosen = test_file_path(files, target.path, target.qualname)
+    if ctx.store.exists(chosen) and MARKER not in (scan_text(ctx, chosen) or ""):
+        chosen = chosen[: -len(".py")] + "_remora.py"
+    return chosen
+
+
+def _render(
+    target: Target, kept: list[Observation]
+) -> tuple[str, dict[str, Observation], list[dict[str, str]]]:
+    """The test file, the observation behind each test, and a note (case and reason) for each
+    case left out or whose expected value was not written."""
+    module = module_names(target.path)[0]
+    names = target.public | {target.qualname.split(".")[0]}
+    callee = target.name if target.needs_receiver else target.qualname
+    scope = target.allowed
+    behaviours: list[Behaviour] = []
+    written: list[Observation] = []
+    notes: list[dict[str, str]] = []
+    for observation in kept:
+        try:
+            behaviour, note = _behaviour(observation, callee, scope)
+        except CaseError as exc:
+            notes.append(left_out(observation, f"left out: {exc}"))
+            continue
+        if note:
+            notes.append(left_out(observation, note))
+        behaviours.append(behaviour)
+        written.append(observation)
+    if not behaviours:
+        return "", {}, notes
+    rendered = render_tests(module, target.qualname, behaviours, frozenset(names))
+    return rendered.text, dict(zip(rendered.names, written, strict=True)), notes
+
+
+def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Behaviour, str]:
+    """What the test pins, re-emitted by the host from what it can prove is data: the case,
+    the receiver, the expected value and the exception class are re-checked, since the child
+    that reported them ran project code (CaseError: the case cannot be written). The note
+    says why the expected value was left out (the test then checks the type), if it was."""
+    case = parse_case(observation.case, scope) if observation.case else Case(())
+    used = case.names()
+    owner = ""
+    if observation.receiver:
+        receiver = check_value(observation.receiver, scope, MAX_CASE_CHARS)
+        used |= Case((receiver,)).names()
+        owner = f"{receiver}."
+    returned = observation.returned or {}
+    raised = observation.raised or {}
+    exception = exception_name(raised.get("assert_type"), scope) if observation.raised else None
+    literal, note = returned.get("literal"), ""
+    if literal is not None and exception is None:
+        try:
+            literal = check_value(str(literal), scope)
+        except CaseError as exc:
+            literal, note = None, f"the expected value was not written: {exc}"
+    behaviour = Behaviour(
+        call=f"{owner}{callee}({case.text})",
+        names=frozenset(used),
+        raised=exception,
+        message=raised.get("message"),
+        kind=returned.get("kind", "value"),
+        literal=literal,
+        type_name=returned.get("type", ""),
+        truncated=bool(returned.get("items_truncated")),
+        stdout=observation.stdout,
+        wrote_files=observation.wrote_files,
+        raised_while_iterating=observation.stage == "iterate",
+    )
+    return behaviour, note
+
+
+@capability
+def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """Run the generated tests twice with coverage; drop any that fail in either run.
+
+    Returns the kept and dropped tests and the function's line and branch coverage from the
+    kept tests alone.
+    """
+    target = load_target(ctx, path, qualname)
+    job = draft(ctx, target.path, qualname)
+    if not job.test_path or not ctx.store.exists(job.test_path):
+        raise ToolError("TOOL_705", "there is no generated test file yet", "call write_tests first")
+    dropped: dict[str, str] = {}
+    outcomes, coverage = _measure(ctx, target, job.test_path)
+    failing = {name: why for name, why in outcomes.items() if why}
+    if failing:
+        dropped.update(failing)
+        survivors = [o for name, o in job.tests.items() if name not in failing]
+        outcomes = {}
+        text, job.tests, _ = _render(target, survivors)
+        if job.tests:
+            write_text(ctx, job.test_path, text)
+            outcomes, coverage = _measure(ctx, target, job.test_path, runs=1)
+            dropped.update({name: why for name, why in outcomes.items() if why})
+    report = _report(job.test_path, outcomes, dropped, coverage)
+    if not report["kept"]:
+        ctx.store.delete(job.test_path)
+        job.tests, job.verified = {}, None
+        raise ToolError(
+            "TOOL_706",
+            "no generated test passed twice",
+            "propose other argument lists and write the tests again",
+        )
+    job.verified = (_digest(ctx, job.test_path), report)
+    return report
+
+
+def verified_report(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any] | None:
+    """The last run's report when the test file is still exactly what was run, else None."""
+    target = load_target(ctx, path, qualname)
+    job: Draft = draft(ctx, target.path, qualname)
+    if job.verified is None or not job.test_path or not ctx.store.exists(job.test_path):
+        return None
+    digest, report = job.verified
+    return report if digest == _digest(ctx, job.test_path) else None
+
+
+@capability
+def characterization_result(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """For submit: the verified report (``ok``) or why there is none (``reason``).
+
+    The steps not taken yet (run the inputs, write the tests, run them twice) are taken
+    first, so nothing unverified is ever offered for review.
+    """
+    report = verified_report(ctx, path, qualname)
+    if report is not None:
+        return {"ok": True, **report}
+    try:
+        target = load_target(ctx, path, qualname)
+        job = draft(ctx, target.path, qualname)
+        if not job.test_path or not ctx.store.exists(job.test_path):
+            if not job.observations:
+                observe_cases(ctx, path, qualname, job.model_inputs)
+            write_characterization_tests(ctx, path, qualname)
+        return {"ok": True, **run_characterization_tests(ctx, path, qualname)}
+    except ToolError as exc:
+        return {"ok": False, "reason": exc.message}
+
+
+@capability
+def write_custom_tests(
+    ctx: CapabilityContext, path: str, qualname: str, content: str
+) -> dict[str, Any]:
+    """Write a test file the model wrote itself; it is kept only if every test passes twice."""
+    target = load_target(ctx, path, qualname)
+    try:
+        tree = pyast.parse(content)
+    except SyntaxError as exc:
+        raise ToolError(
+            "TOOL_707",
+            f"the test file is not valid Python: {exc.msg} (line {exc.lineno})",
+            "write a complete pytest module",
+        ) from None
+    if not any(
+        isinstance(node, ast.FunctionDef) and node.name.startswith("test") for node in tree.body
+    ):
+        raise ToolError("TOOL_707", "the file has no test function", "define test_... functions")
+    job = draft(ctx, target.path, qualname)
+    test_path = job.test_path or _test_path(ctx, target)
+    before = store_read(ctx, test_path) if ctx.store.exists(test_path) else None
+    write_text(ctx, test_path, content if content.endswith("\n") else content + "\n")
+    outcomes, coverage = _measure(ctx, target, test_path)
+    failing = {name: why for name, why in outcomes.items() if why}
+    if failing or not outcomes:
+        if before is None:
+            ctx.store.delete(test_path)
+        else:
+            ctx.store.write(test_path, before)
+        shown = "; ".join(f"{name}: {why}" for name, why in list(failing.items())[:3])
+        raise ToolError(
+            "TOOL_706",
+            f"the file was not kept: {shown or 'no test ran'}",
+            "fix the failing tests and write the file again",
+        )
+    report = _report(test_path, outcomes, {}, coverage)
+    job.test_path, job.tests = test_path, {}
+    job.verified = (_digest(ctx, test_path), report)
+    return report
+
+
+def _report(
+    test_path: str,
+    outcomes: dict[str, str],
+    dropped: dict[str, str],
+    coverage: FunctionCoverage,
+) -> dict[str, Any]:
+    return {
+        "path": test_path,
+        "kept": [name for name, why in outcomes.items() if not why],
+        "dropped": [{"test": name, "reason": why} for name, why in dropped.items()],
+        "coverage": coverage.model_dump(),
+        "coverage_summary": coverage.summary(),
+        "line_rate": round(coverage.line_rate, 4),
+        "branch_rate": round(coverage.branch_rate, 4),
+    }
+
+
+def _digest(ctx: CapabilityContext, path: str) -> str:
+    return hashlib.sha256(store_read(ctx, path)).hexdigest()
+
+
+def _measure(
+    ctx: CapabilityContext, target: Target, test_path: str, runs: int = RUNS
+) -> tuple[dict[str, str], FunctionCoverage]:
+    """Per-test failure reason ('' when it passed every run) and the first run's coverage."""
+    reasons: dict[str, str] = {}
+    coverage: FunctionCoverage | None = None
+    with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
+        for run in range(runs):
+            data, junit = box.exchange / f"coverage-{run}", box.exchange / f"junit-{run}.xml"
+            pytest_args = ["-p", "no:cacheprovider", f"--junitxml={junit}", "-q"]
+            pytest_args += ["-o", "junit_family=xunit1", f"--rootdir={box.root}"]
+            measure = [
+                "run",
+                "--branch",
+                f"--data-file={data}",
+                f"--include={box.root / target.path}",
+            ]
+            result = box.run(
+                python_command(
+                    "-m",
+                    "coverage",
+                    *measure,
+                    "-m",
+                    "pytest",
+                    *pytest_args,
+                    str(box.root / test_path),
+                ),
+                pythonpath=import_roots(box.root),
+                timeout=ctx.time_left(ctx.config.subprocess_timeout),
+                what="the generated tests",
+                env={"PYTHONHASHSEED": str(run + 1)},
+            )
+            for name, why in _outcomes(junit, result.stderr or result.stdout).items():
+                if why and not reasons.get(name):
+                    reasons[name] = f"{why} (run {run + 1})"
+                reasons.setdefault(name, "")
+            if coverage is None:
+                report_json = box.exchange / "coverage.json"
+                box.run(
+                    python_command(
+                        "-m", "coverage", "json", f"--data-file={data}", "-o", str(report_json)
+                    ),
+                    timeout=ctx.time_left(ctx.config.subprocess_timeout),
+                    what="coverage json",
+                )
+                raw = json.loads(report_json.read_text()) if report_json.is_file() else {}
+                span = function_span(target.source, target.qualname)
+                coverage = function_coverage(file_entry(raw, target.path), span)
+    assert coverage is not None
+    return reasons, coverage
+
+
+def _outcomes(junit: Path, output: str) -> dict[str, str]:
+    """Each test's failure reason ('' when it passed), or TOOL_401 when pytest did not run."""
+    if not junit.is_file():
+        tail = " | ".join(output.strip().splitlines()[-3:])
+        raise ToolError(
+            "TOOL_401",
+            f"pytest could not run the generated tests: {tail}",
+            "the module may not import in a test; check the project's test setup",
+        )
+    tests, errors = parse_junit(junit.read_text(encoding="utf-8"))
+    if errors:
+        raise ToolError(
+            "TOOL_401",
+            f"the generated tests could not be collected: {errors[0]['message'][:200]}",
+            "the module may not import in a test; check the project's test setup",
+        )
+    return {
+        test["nodeid"].rsplit("::", 1)[-1]: ""
+        if test["outcome"] == "passed"
+        else f"{test['outcome']}: {test['message'] or ''}"[:200]
+        for test in tests
+    }

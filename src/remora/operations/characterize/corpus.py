@@ -1,0 +1,129 @@
+"""Test and sample_data episodes: argument lists from real calls are what the expert proposes.
+
+Real calls come from the function's doctests or from its corpus entry's tests
+(:func:`real_cases`), never invented; an argument list the host already shows is not
+proposed again.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from functools import cache
+from pathlib import Path
+
+from remora import pyast
+from remora.definitions import SubagentDefinition
+from remora.operations.base import (
+    CorpusFile,
+    PlannedEpisode,
+    digest,
+    entry_test_texts,
+    file_nodes,
+)
+from remora.operations.characterize._candidates import candidate_inputs
+from remora.operations.characterize.expert import (
+    MAX_CASE_CHARS,
+    SampleDataExpert,
+    TestExpert,
+    case_batches,
+)
+from remora.operations.experts import Expert
+
+REAL_SOURCES = ("doctest", "test")
+"""Where real calls come from: the function's own ``>>>`` examples and the corpus's tests."""
+
+
+@cache
+def _test_calls(entry: Path) -> dict[str, tuple[str, ...]]:
+    """Every call in the entry's tests, as one-line source, by the name it calls: each
+    test module is parsed once, not once per function of the corpus."""
+    found: dict[str, dict[str, None]] = {}
+    for _, text in entry_test_texts(entry):
+        try:
+            tree = pyast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if isinstance(name, str):
+                with contextlib.suppress(ValueError, RecursionError):
+                    found.setdefault(name, {})[ast.unparse(node)] = None
+    return {name: tuple(calls) for name, calls in found.items()}
+
+
+def real_cases(text: str, qualname: str, test_calls: Sequence[str] = ()) -> list[str]:
+    """Argument lists of real calls of ``qualname``: its doctests, then ``test_calls``
+    (calls of its name in tests, as source), those that fit its signature."""
+    project = {"tests/test_calls.py": "\n".join(test_calls)} if test_calls else {}
+    try:
+        found = candidate_inputs(text, qualname, project, limit=12)
+    except (ValueError, SyntaxError, RecursionError):
+        return []
+    return [item.case.text for item in found if item.source in REAL_SOURCES]
+
+
+def cases_for(file: CorpusFile, text: str, qualname: str, node_text: str) -> list[str]:
+    """:func:`real_cases` of a corpus function, with the tests of its corpus entry (not
+    looked for when neither its text has a doctest nor a test calls its name)."""
+    calls = _test_calls(file.entry).get(qualname.rsplit(".", 1)[-1], ())
+    if not calls and ">>>" not in node_text:
+        return []
+    return real_cases(text, qualname, calls)
+
+
+def host_shown(text: str, qualname: str, shown: int = 4) -> list[str]:
+    """The argument lists the agents' ``analyze_signature`` will show as found (the host's
+    first candidates, from the module alone): proposing them again adds nothing."""
+    try:
+        found = candidate_inputs(text, qualname, {}, limit=12)
+    except (ValueError, SyntaxError, RecursionError):
+        return []
+    return [item.case.text for item in found[:shown]]
+
+
+def plan_episodes(
+    agent: SubagentDefinition,
+    file: CorpusFile,
+    text: str,
+    seed: int,
+    skipped: Counter[str],
+    mistakes: float,
+) -> Iterator[PlannedEpisode]:
+    """One episode per public function with real argument lists the host does not show;
+    the test agent gets the test expert, any other the sample_data expert."""
+    del seed, mistakes  # the cases are the material; no deliberate mistakes here
+    for node in file_nodes(file, text, agent):
+        if node.name.startswith("_"):
+            skipped["private or special name (the precheck skips it)"] += 1
+            continue
+        cases = cases_for(file, text, node.qualname, node.text)
+        if not cases:
+            skipped["no real argument values (doctests or tests)"] += 1
+            continue
+        if not case_batches(cases):
+            skipped[f"real argument values longer than {MAX_CASE_CHARS} characters"] += 1
+            continue
+        if not case_batches(cases, host_shown(text, node.qualname)):
+            skipped["every real argument list is among those the host shows"] += 1
+            continue
+        expert: Expert
+        if agent.name == "test":
+            expert = TestExpert(cases, node.qualname)
+        else:
+            expert = SampleDataExpert(cases, node.qualname)
+        yield PlannedEpisode(
+            f"{file.source}::{node.qualname}",
+            file,
+            node.qualname,
+            node.node_type,
+            text,
+            expert,
+            digest(text, node.qualname, *cases),
+            shared_root=True,
+        )

@@ -1,0 +1,531 @@
+"""Candidate inputs, executed: the machinery the test and sample_data agents share.
+
+For one function, argument sets come from the host (:mod:`._candidates`: doctests, call
+sites, tests, defaults, literals, annotations, names) and from the model's proposals
+(:func:`propose_cases`). :func:`observe_cases` runs every set in the isolated runner, twice
+with different hash seeds, and keeps what it saw: the returned value (its repr, type, and
+the literal a test can compare with), or the exception; stdout; the arcs (line to line) of the
+function that ran; and whether both runs agree. Nondeterminism is detected, not assumed away.
+
+A job's proposals and observations are its *draft*, kept in memory for the job's lifetime
+(every tool call of a job runs in one process), keyed by the job's workspace.
+
+Codes: TOOL_101 no such module, TOOL_106 the function is not in the module or cannot be
+called, TOOL_702 the process running the cases kept dying, TOOL_705 no usable case.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from remora import pyast
+from remora.errors import ToolError
+from remora.operations.characterize._arguments import (
+    Case,
+    CaseError,
+    Scope,
+    module_scope,
+    parse_case,
+    public_names,
+)
+from remora.operations.characterize._candidates import candidate_inputs
+from remora.operations.characterize._coverage import function_span
+from remora.tools.capabilities.call import CHILD
+from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.signature import describe, method_kind, resolve
+from remora.tools.capabilities.store_io import read_text, scan_text, walk_files
+from remora.tools.isolation import Sandbox, project_sandbox
+from remora.tools.process import import_roots
+
+HOST_LIMIT = 12
+MODEL_LIMIT = 8
+CASE_TIMEOUT = 2.0
+ITEMS_LIMIT = 20
+_RELAUNCHES = 4
+_CALL_SITE_FILES = 200
+MISUSE = ("TypeError", "AttributeError")
+EXHAUSTED = ("MemoryError", "RecursionError", "SystemExit", "KeyboardInterrupt")
+
+Verdict = Literal["kept", "misuse", "nondeterministic", "crashed", "timed_out", "setup_failed"]
+
+
+class Observation(BaseModel):
+    """One case, run: what happened, and whether it can characterize the function."""
+
+    case: str
+    receiver: str | None = None
+    source: str
+    verdict: Verdict
+    stage: str = "call"
+    reason: str = ""
+    returned: dict[str, Any] | None = None
+    raised: dict[str, Any] | None = None
+    stdout: str = ""
+    arcs: list[tuple[int, int]] = []
+    wrote_files: bool = False
+
+    def call(self, callee: str) -> str:
+        """The call a test makes: ``callee(case)``, on the receiver for instance methods."""
+        owner = f"{self.receiver}." if self.receiver else ""
+        return f"{owner}{callee}({self.case})"
+
+    def behaviour(self) -> tuple[Any, ...]:
+        """What tells two observations apart: outcome, type and the code path taken."""
+        if self.raised is not None:
+            outcome: tuple[Any, ...] = ("raised", self.raised.get("assert_type"))
+        else:
+            returned = self.returned or {}
+            outcome = ("returned", returned.get("kind"), returned.get("type"))
+        return (*outcome, bool(self.stdout), tuple(sorted(map(tuple, self.arcs))))
+
+
+@dataclass
+class Draft:
+    """One job's proposals and observations for one function."""
+
+    proposed: list[Case] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    model_inputs: bool = True
+    test_path: str | None = None
+    tests: dict[str, Observation] = field(default_factory=dict)
+    verified: tuple[str, dict[str, Any]] | None = None
+    fixture_report: dict[str, Any] | None = None
+    host: tuple[str, list[tuple[Case, str, str | None]]] | None = None
+
+    def kept(self) -> list[Observation]:
+        """The first kept observation of each distinct behaviour, most trusted source first."""
+        seen: set[tuple[Any, ...]] = set()
+        distinct: list[Observation] = []
+        for observation in self.observations:
+            key = observation.behaviour()
+            if observation.verdict == "kept" and key not in seen:
+                seen.add(key)
+                distinct.append(observation)
+        return distinct
+
+
+def left_out(observation: Observation, reason: str) -> dict[str, str]:
+    """A note for the tool result: an observed case that was not written, and why."""
+    return {"case": observation.case[:80], "reason": reason}
+
+
+def nothing_as_data(what: str, notes: list[dict[str, str]]) -> ToolError:
+    """TOOL_705 when every observed case was left out: ``what`` names what cannot be
+    written; the first reasons go with it, so the model can propose other cases."""
+    reasons = "; ".join(f"{n['case']}: {n['reason']}" for n in notes[:3])
+    return ToolError(
+        "TOOL_705",
+        f"{what} can be written as data: {reasons}",
+        "propose argument lists made of literals, builtins and the module's classes",
+    )
+
+
+def draft(ctx: CapabilityContext, path: str, qualname: str) -> Draft:
+    """The job's draft for ``qualname`` in ``path`` (created empty on first use); kept in
+    the job's state, so it lives exactly as long as the job."""
+    drafts: dict[tuple[str, str], Draft] = ctx.state.setdefault(__name__, {})
+    return drafts.setdefault((path, qualname), Draft())
+
+
+@dataclass(frozen=True)
+class Target:
+    """The function under study, read from the workspace."""
+
+    path: str
+    qualname: str
+    source: str
+    signature: dict[str, Any]
+    needs_receiver: bool
+    public: frozenset[str]
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+    @property
+    def owner(self) -> str:
+        return self.qualname.rsplit(".", 1)[0]
+
+    @property
+    def allowed(self) -> Scope:
+        """What a case may name, resolved from the source (see :class:`._arguments.Scope`)."""
+        return module_scope(self.source)
+
+
+def load_target(ctx: CapabilityContext, path: str, qualname: str) -> Target:
+    """The function ``qualname`` of ``path``, or TOOL_106 when it cannot be studied."""
+    relative, source = read_text(ctx, path)
+    if not relative.endswith(".py"):
+        raise ToolError("TOOL_101", f"'{relative}' is not a Python module", "pass a .py file")
+    try:
+        tree = pyast.parse(source)
+        located = resolve(tree, qualname)
+    except (SyntaxError, ToolError) as exc:
+        raise ToolError(
+            "TOOL_106",
+            f"'{qualname}' cannot be found in {relative}: {exc}",
+            "check the qualified name",
+        ) from None
+    found = ".".join([*(parent.name for parent in located.parents), located.node.name])
+    if found != qualname:
+        raise ToolError(
+            "TOOL_106",
+            f"'{qualname}' is not defined at the top level of {relative}; it is '{found}'",
+            "pass the full qualified name",
+        )
+    signature = describe(source, located)
+    kind = method_kind(located)
+    if signature["kind"] == "class" or kind == "property":
+        raise ToolError(
+            "TOOL_106",
+            f"'{qualname}' is a {kind or 'class'}, not a function",
+            "study a function or a method",
+        )
+    if len(qualname.split(".")) > 1 and kind is None:
+        raise ToolError(
+            "TOOL_106",
+            f"'{qualname}' is local to a function and cannot be called",
+            "study a module-level function or a method",
+        )
+    return Target(
+        relative,
+        qualname,
+        source,
+        signature,
+        needs_receiver=kind == "instance",
+        public=public_names(source),
+    )
+
+
+def host_cases(ctx: CapabilityContext, target: Target) -> list[tuple[Case, str, str | None]]:
+    """(case, source, receiver) from the host's candidates; receivers for instance methods.
+
+    Kept in the job's draft while the module's source is unchanged: finding call sites
+    reads every project file that mentions the function, once per job, not once per tool.
+    """
+    job = draft(ctx, target.path, target.qualname)
+    if job.host is not None and job.host[0] == target.source:
+        return list(job.host[1])
+    project = _call_site_sources(ctx, target)
+    found = candidate_inputs(target.source, target.qualname, project, HOST_LIMIT)
+    receivers = receivers_for(target, project) if target.needs_receiver else [None]
+    cases = [(c.case, c.source, receivers[0]) for c in found]
+    if found:
+        cases += [(found[0].case, "receiver", other) for other in receivers[1:]]
+    job.host = (target.source, cases)
+    return list(cases)
+
+
+def receivers_for(target: Target, project: dict[str, str]) -> list[str]:
+    """Up to three ways to build the instance an instance method needs."""
+    try:
+        inits = candidate_inputs(target.source, f"{target.owner}.__init__", project, 3)
+    except ValueError:
+        return [f"{target.owner}()"]
+    return [f"{target.owner}({c.case.text})" for c in inits] or [f"{target.owner}()"]
+
+
+def _call_site_sources(ctx: CapabilityContext, target: Target) -> dict[str, str]:
+    """Other project files that mention the function's name (where its call sites are)."""
+    found: dict[str, str] = {}
+    for path in walk_files(ctx, "", (".py",)):
+        if path == target.path:
+            continue
+        text = scan_text(ctx, path)
+        if text is None:
+            continue
+        if target.name in text:
+            found[path] = text
+            if len(found) >= _CALL_SITE_FILES:
+                break
+    return found
+
+
+@capability
+def characterizable(
+    ctx: CapabilityContext, path: str, qualname: str, options: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """For a precheck: ``skip`` and the ``reason`` when the function is not worth running.
+
+    Private names and test code are skipped unless ``options`` set ``include_private`` or
+    ``include_tests``; what cannot be called from its module is always skipped.
+    """
+    options = options or {}
+    name = qualname.rsplit(".", 1)[-1]
+    parts = path.split("/")
+    in_tests = (
+        parts[-1].startswith("test_")
+        or parts[-1].endswith("_test.py")
+        or parts[-1] == "conftest.py"
+        or "tests" in parts[:-1]
+    )
+    reason = ""
+    if name.startswith("_") and not options.get("include_private", False):
+        reason = "private or special name (set options.include_private to include it)"
+    elif in_tests and not options.get("include_tests", False):
+        reason = "test code (set options.include_tests to include it)"
+    else:
+        try:
+            load_target(ctx, path, qualname)
+        except ToolError as exc:
+            reason = exc.message
+    return {"skip": bool(reason), "reason": reason}
+
+
+@capability
+def signature_inputs(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """The function's parameters and the argument lists the host can already try.
+
+    ``cases`` are argument lists as Python source (``2, [1, 2, 3]``) with where each came
+    from; ``needs_receiver`` says the function is an instance method, called on
+    ``receivers[0]``.
+    """
+    target = load_target(ctx, path, qualname)
+    cases = host_cases(ctx, target)
+    return {
+        "name": target.name,
+        "params": target.signature["params"],
+        "method_kind": target.signature["method_kind"],
+        "is_generator": target.signature["is_generator"],
+        "needs_receiver": target.needs_receiver,
+        "receivers": sorted({r for _, _, r in cases if r}),
+        "cases": [{"case": case.text, "source": source} for case, source, _ in cases],
+    }
+
+
+@capability
+def propose_cases(
+    ctx: CapabilityContext, path: str, qualname: str, cases: list[str] | str
+) -> dict[str, Any]:
+    """Check the model's argument lists and add the usable ones to the job's draft.
+
+    Returns ``accepted`` (normalized source) and ``rejected`` (each case with the reason).
+    """
+    target = load_target(ctx, path, qualname)
+    items = [cases] if isinstance(cases, str) else list(cases)
+    accepted: list[str] = []
+    rejected: list[dict[str, str]] = []
+    job = draft(ctx, target.path, qualname)
+    for item in items[: MODEL_LIMIT * 2]:
+        try:
+            case = parse_case(str(item), target.allowed)
+        except CaseError as exc:
+            rejected.append({"case": str(item)[:80], "reason": str(exc)})
+            continue
+        if case not in job.proposed and len(job.proposed) < MODEL_LIMIT:
+            job.proposed.append(case)
+            accepted.append(case.text)
+    return {"accepted": accepted, "rejected": rejected, "proposed": len(job.proposed)}
+
+
+@capability
+def observe_cases(
+    ctx: CapabilityContext, path: str, qualname: str, model_inputs: bool = True
+) -> dict[str, Any]:
+    """Run the host's cases and (when ``model_inputs``) the proposed ones, twice each.
+
+    Each observation has a verdict: ``kept``, ``misuse`` (TypeError or AttributeError: the
+    arguments do not fit), ``nondeterministic`` (the two runs differ), ``timed_out``,
+    ``crashed`` (the process died) or ``setup_failed`` (the receiver could not be built).
+    ``behaviours`` counts the distinct kept behaviours.
+    """
+    target = load_target(ctx, path, qualname)
+    job = draft(ctx, target.path, qualname)
+    job.model_inputs = bool(model_inputs)
+    planned = host_cases(ctx, target)
+    receiver = next((r for _, _, r in planned if r), None)
+    if job.model_inputs:
+        known = {(case, r) for case, _, r in planned}
+        planned += [(c, "model", receiver) for c in job.proposed if (c, receiver) not in known]
+    if not planned:
+        raise ToolError(
+            "TOOL_705",
+            f"there is no argument list to run for {qualname}",
+            "propose argument lists first",
+        )
+    job.observations = run_cases(ctx, target, planned)
+    verdicts: dict[str, int] = {}
+    for observation in job.observations:
+        verdicts[observation.verdict] = verdicts.get(observation.verdict, 0) + 1
+    kept = job.kept()
+    return {
+        "observed": len(job.observations),
+        "verdicts": verdicts,
+        "behaviours": len(kept),
+        "model_inputs": job.model_inputs,
+        "kept": [
+            {
+                "call": o.call(target.name),
+                "source": o.source,
+                "outcome": _outcome_text(o),
+            }
+            for o in kept
+        ],
+        "problems": [
+            {"call": o.call(target.name), "verdict": o.verdict, "reason": o.reason}
+            for o in job.observations
+            if o.verdict != "kept"
+        ][:10],
+    }
+
+
+def _outcome_text(observation: Observation) -> str:
+    if observation.raised is not None:
+        return f"raises {observation.raised['type']}: {observation.raised['message'][:80]}"
+    returned = observation.returned or {}
+    shown = str(returned.get("repr", ""))
+    shown = shown if len(shown) <= 80 else shown[:80] + "..."
+    prefix = "yields " if returned.get("kind") == "iterator" else "returns "
+    return prefix + shown
+
+
+def run_cases(
+    ctx: CapabilityContext, target: Target, planned: list[tuple[Case, str, str | None]]
+) -> list[Observation]:
+    """Run ``planned`` in the sandbox; compare a second run with another hash seed."""
+    span = function_span(target.source, target.qualname)
+    cases: list[dict[str, Any]] = [
+        {"id": index, "args": list(case.args), "kwargs": list(case.kwargs), "receiver": receiver}
+        for index, (case, _, receiver) in enumerate(planned)
+    ]
+    with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
+        first = _run_all(ctx, box, target, cases, [span.first, span.last], seed="1")
+        again = [c for c in cases if "returned" in first.get(c["id"], {})]
+        again += [c for c in cases if "raised" in first.get(c["id"], {})]
+        second = _run_all(ctx, box, target, again, [span.first, span.last], seed="2")
+    return [
+        _judge(case, source, receiver, first.get(index), second.get(index))
+        for index, (case, source, receiver) in enumerate(planned)
+    ]
+
+
+def _run_all(
+    ctx: CapabilityContext,
+    box: Sandbox,
+    target: Target,
+    cases: list[dict[str, Any]],
+    span: list[int],
+    seed: str,
+) -> dict[int, dict[str, Any]]:
+    """Records by case id; a case during which the process died is recorded as crashed."""
+    records: dict[int, dict[str, Any]] = {}
+    pending = list(cases)
+    for launch in range(_RELAUNCHES + 1):
+        if not pending:
+            break
+        results = box.exchange / f"observe-{seed}-{launch}.jsonl"
+        request = box.exchange / f"observe-{seed}-{launch}.json"
+        roots = import_roots(box.root)
+        request.write_text(
+            json.dumps(
+                {
+                    "mode": "observe",
+                    "file": str(box.root / target.path),
+                    "roots": [str(root) for root in roots],
+                    "qualname": target.qualname,
+                    "method": target.needs_receiver,
+                    "cases": pending,
+                    "span": span,
+                    "cwd": str(box.exchange / f"cwd-{seed}-{launch}"),
+                    "case_timeout": CASE_TIMEOUT,
+                    "items_limit": ITEMS_LIMIT,
+                }
+            ),
+            encoding="utf-8",
+        )
+        budget = ctx.time_left(
+            min(ctx.config.subprocess_timeout, 10 + CASE_TIMEOUT * 2 * len(pending))
+        )
+        try:
+            completed = box.run_python(
+                CHILD,
+                [str(request), str(results)],
+                pythonpath=roots,
+                timeout=budget,
+                what=f"the cases of {target.qualname}",
+                env={"PYTHONHASHSEED": seed},
+            )
+            died = completed.stderr.strip().splitlines()[-1:] if completed.returncode else []
+        except ToolError as exc:
+            died = [exc.message]
+        lines = results.read_text(encoding="utf-8").splitlines() if results.is_file() else []
+        for line in lines:
+            record = json.loads(line)
+            if "error" in record:
+                raise ToolError(
+                    "TOOL_106",
+                    f"cannot call '{target.qualname}': {record['error']['message']}",
+                    "study a module-level function or a method",
+                )
+            if record.get("stage") == "import":
+                raise ToolError(
+                    "TOOL_106",
+                    f"{target.path} cannot be imported: {record['raised']['type']}: "
+                    f"{record['raised']['message']}",
+                    "the module must import without error to run its functions",
+                )
+            records[record["id"]] = record
+        pending = [c for c in pending if c["id"] not in records]
+        if pending:
+            crashed = pending.pop(0)
+            records[crashed["id"]] = {"crashed": (died or ["the process exited"])[-1]}
+    return records
+
+
+def _judge(
+    case: Case,
+    source: str,
+    receiver: str | None,
+    first: dict[str, Any] | None,
+    second: dict[str, Any] | None,
+) -> Observation:
+    """The verdict on one case from its two runs."""
+    record = first or {"crashed": "the case was not run"}
+    base: dict[str, Any] = {"case": case.text, "receiver": receiver, "source": source}
+    if "crashed" in record:
+        return Observation(**base, verdict="crashed", reason=str(record["crashed"])[:200])
+    if record.get("timed_out"):
+        return Observation(
+            **base, verdict="timed_out", reason=f"ran longer than {CASE_TIMEOUT:g} s"
+        )
+    seen = {
+        "returned": record.get("returned"),
+        "raised": record.get("raised"),
+        "stdout": record.get("stdout", ""),
+        "arcs": [tuple(arc) for arc in record.get("arcs", [])],
+        "wrote_files": record.get("wrote_files", False),
+        "stage": record.get("stage", "call"),
+    }
+    raised = record.get("raised")
+    if raised is not None and record.get("stage") == "receiver":
+        reason = f"building {receiver} raised {raised['type']}: {raised['message'][:100]}"
+        return Observation(**base, **seen, verdict="setup_failed", reason=reason)
+    if raised is not None and record.get("stage") == "arguments":
+        reason = f"evaluating the arguments raised {raised['type']}: {raised['message'][:100]}"
+        return Observation(**base, **seen, verdict="setup_failed", reason=reason)
+    if raised is not None and raised["type"] in EXHAUSTED:
+        reason = f"{raised['type']}: the case exhausted a limit of the runner"
+        return Observation(**base, **seen, verdict="crashed", reason=reason)
+    if raised is not None and raised["type"] in MISUSE:
+        reason = f"{raised['type']}: {raised['message'][:120]}"
+        return Observation(**base, **seen, verdict="misuse", reason=reason)
+    if _fingerprint(first) != _fingerprint(second):
+        return Observation(
+            **base,
+            **seen,
+            verdict="nondeterministic",
+            reason="two runs gave different results",
+        )
+    return Observation(**base, **seen, verdict="kept")
+
+
+def _fingerprint(record: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    if record is None or "crashed" in record or record.get("timed_out"):
+        return None
+    returned, raised = record.get("returned"), record.get("raised")
+    outcome = returned["canonical"] if returned else raised["canonical"] if raised else None
+    return (outcome, record.get("stdout"))

@@ -1,0 +1,271 @@
+"""Check one docstring the way a reviewer would: pydoclint, ruff's D rules, and the names.
+
+``docstring_check`` runs the real pydoclint and ruff (``D`` rules under the pydocstyle
+convention of the style) on the workspace's current text and keeps what they report about
+this node; it adds its own comparison of documented and actual parameter names. Whether
+type hints appear in signatures or docstrings is a project's choice, so pydoclint's
+type-hint presence codes are not reported; nor is D206 (a docstring indented with tabs),
+which a tab-indented file's docstrings cannot avoid.
+
+``docstring_summary_check`` tells a summary that says something from one that only
+repeats the function's name ("Get user." for ``get_user``), which a small model tends to
+write and which helps no reader.
+
+Codes: TOOL_105 no definition with that qualname, TOOL_106 the file does not parse,
+TOOL_301 ruff or pydoclint failed.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from remora.errors import ToolError
+from remora.operations.docstring._format import parse_docstring
+from remora.operations.docstring.docstrings import style_option
+from remora.tools.capabilities.pysource import locate, parse_python
+from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.ruff import run_ruff
+from remora.tools.capabilities.signature import describe
+from remora.tools.capabilities.store_io import read_text
+from remora.tools.process import python_command, run_command, scrubbed_env
+
+CONVENTIONS = {"google": "google", "numpy": "numpy", "sphinx": "pep257"}
+_TYPE_HINT_CODES = frozenset({"DOC105", "DOC106", "DOC107", "DOC108", "DOC109", "DOC110", "DOC111"})
+# Not this docstring's doing: module docstrings, and D206 (indented with tabs), which
+# follows a tab-indented file's own indentation.
+_NOT_THIS_DOCSTRING = frozenset({"D100", "D104", "D206"})
+_OUTPUT_LIMIT = 8_000_000  # reports cover the whole file; this node's part is kept
+_PYDOCLINT_LINE = re.compile(r"^\s+(\d+): (DOC\d+): (.*)$")
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+")
+_FILLER = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "it",
+        "its",
+        "of",
+        "for",
+        "to",
+        "and",
+        "or",
+        "in",
+        "on",
+        "with",
+        "from",
+        "by",
+        "as",
+        "is",
+        "are",
+        "be",
+        "function",
+        "method",
+        "class",
+        "do",
+        "does",
+        "run",
+        "runs",
+        "call",
+        "calls",
+        "perform",
+        "performs",
+        "handle",
+        "handles",
+        "given",
+        "value",
+        "values",
+    ]
+)
+
+
+@capability
+def docstring_check(
+    ctx: CapabilityContext, path: str, qualname: str, style: str | None = None
+) -> dict[str, Any]:
+    """Check the docstring of one function, method or class; list every problem found.
+
+    ``clean`` is true when it exists and pydoclint, ruff's D rules for the style and the
+    parameter names agree. Each problem has source (pydoclint, ruff or names), code,
+    line and message.
+    """
+    chosen = style_option(ctx, style)
+    relative, text = read_text(ctx, path)
+    tree = parse_python(text, relative)
+    located = locate(tree, qualname, relative)
+    node = located.node
+    docstring = ast.get_docstring(node, clean=True)
+    first = node.body[0] if node.body else None
+    last_line = first.end_lineno if docstring is not None and first is not None else node.lineno
+    span = (node.lineno, last_line or node.lineno)
+    problems = [
+        *_ruff_problems(ctx, text, relative, chosen, span),
+        *_pydoclint_problems(ctx, text, chosen, node.lineno),
+    ]
+    info = describe(text, located)
+    names = [param["name"] for param in info["params"]]
+    missing: list[str] = []
+    extra: list[str] = []
+    parsed = parse_docstring(docstring) if docstring is not None else None
+    if parsed is not None:
+        if parsed.section_names:
+            missing = [name for name in names if name not in parsed.params]
+            extra = [name for name in parsed.params if name not in names]
+        for name in missing:
+            problems.append(_problem("names", "missing", node.lineno, f"'{name}' not documented"))
+        for name in extra:
+            problems.append(
+                _problem("names", "extra", node.lineno, f"'{name}' documented but not a parameter")
+            )
+    else:
+        problems.insert(0, _problem("names", "missing", node.lineno, "no docstring"))
+    problems = list({(p["code"], p["message"]): p for p in problems}.values())
+    return {
+        "path": relative,
+        "qualname": qualname,
+        "style": chosen,
+        "has_docstring": docstring is not None,
+        "summary": parsed.summary if parsed is not None else None,
+        "clean": docstring is not None and not problems,
+        "problems": problems,
+        "missing_params": missing,
+        "extra_params": extra,
+    }
+
+
+@capability
+def docstring_summary_check(
+    ctx: CapabilityContext, summary: str, name: str, avoid: list[str] | None = None
+) -> dict[str, Any]:
+    """Whether ``summary`` says more than the name ``name`` already does.
+
+    ``problem`` is None for a usable summary, else ``empty``, ``multi_line``, ``too_long``
+    (over 100 characters), ``copies_text`` (mostly words copied from one of the ``avoid``
+    texts, such as the tool's own instructions, or the signature) or ``repeats_name``
+    (no word beyond the name's own and filler words).
+    """
+    text = " ".join(str(summary or "").split())
+    words = _WORD.findall(text.lower())
+    problem: str | None = None
+    if not text.strip(" .\"'"):
+        problem = "empty"
+    elif "\n" in str(summary).strip():
+        problem = "multi_line"
+    elif len(text) > 100:
+        problem = "too_long"
+    elif _repeats(words, name):
+        problem = "repeats_name"
+    elif f"{name}(" in text or any(_copied(words, other) for other in avoid or []):
+        problem = "copies_text"
+    return {"ok": problem is None, "problem": problem, "summary": text}
+
+
+def _repeats(words: list[str], name: str) -> bool:
+    """Whether every word that is not filler is a form of a word of ``name``."""
+    own: set[str] = set()
+    for part in _CAMEL.findall(name.replace("_", " ")):
+        own |= _forms(part.lower())
+    return all(_forms(word) & own for word in words if word not in _FILLER)
+
+
+def _copied(words: list[str], other: str) -> bool:
+    """Whether at least 70% of ``words`` come, in order, from ``other``."""
+    theirs = _WORD.findall(other.lower())
+    if not words or not theirs:
+        return False
+    matcher = difflib.SequenceMatcher(a=words, b=theirs, autojunk=False)
+    shared = sum(block.size for block in matcher.get_matching_blocks())
+    return shared >= 0.7 * len(words)
+
+
+def _forms(word: str) -> set[str]:
+    """``word`` and what it may be an inflection of (names -> name, parsing -> pars/parse)."""
+    forms = {word}
+    for suffix, replacement in (
+        ("ies", "y"),
+        ("es", ""),
+        ("s", ""),
+        ("ing", ""),
+        ("ing", "e"),
+        ("ed", ""),
+        ("ed", "e"),
+        ("d", ""),
+    ):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            forms.add(word[: -len(suffix)] + replacement)
+    return forms
+
+
+def _problem(source: str, code: str, line: int, message: str) -> dict[str, Any]:
+    return {"source": source, "code": code, "line": line, "message": message}
+
+
+def _ruff_problems(
+    ctx: CapabilityContext, text: str, relative: str, style: str, span: tuple[int, int]
+) -> list[dict[str, Any]]:
+    """ruff's D findings on the lines from ``def`` to the docstring's end, under the
+    convention of ``style`` (``--isolated``: the project's own D settings do not apply)."""
+    convention = f"--config=lint.pydocstyle.convention='{CONVENTIONS[style]}'"
+    with tempfile.TemporaryDirectory() as home:
+        items = run_ruff(
+            ctx,
+            Path(home),
+            Path(home),
+            [f"--stdin-filename={relative}", "-"],
+            ["D"],
+            stdin=text,
+            options=("--isolated", convention),
+        )
+    start, end = span
+    return [
+        _problem("ruff", item["code"], item["location"]["row"], item["message"])
+        for item in items
+        if item.get("code") not in _NOT_THIS_DOCSTRING and start <= item["location"]["row"] <= end
+    ]
+
+
+def _pydoclint_problems(
+    ctx: CapabilityContext, text: str, style: str, def_line: int
+) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as home:
+        target = Path(home) / "checked.py"
+        target.write_text(text, encoding="utf-8")
+        result = run_command(
+            python_command(
+                "-c",
+                "import sys; from pydoclint.main import main; sys.exit(main())",
+                f"--style={style}",
+                "--arg-type-hints-in-docstring=False",
+                "--arg-type-hints-in-signature=False",
+                "--check-return-types=False",
+                "--check-yield-types=False",
+                "--quiet",
+                str(target),
+            ),
+            cwd=Path(home),
+            env=scrubbed_env(Path(home)),
+            timeout=ctx.time_left(ctx.config.subprocess_timeout),
+            what="pydoclint",
+            output_limit=_OUTPUT_LIMIT,
+        )
+    if result.returncode not in (0, 1):
+        raise ToolError(
+            "TOOL_301", f"pydoclint failed (exit code {result.returncode})", result.stderr[-300:]
+        )
+    problems: list[dict[str, Any]] = []
+    for line in (result.stdout + result.stderr).splitlines():  # pydoclint reports on stderr
+        match = _PYDOCLINT_LINE.match(line)
+        if not match or match.group(2) in _TYPE_HINT_CODES or int(match.group(1)) != def_line:
+            continue
+        message = re.sub(
+            r"\s*\(Or could be other formatting issues: [^)]*\)\.?", "", match.group(3)
+        )
+        problems.append(_problem("pydoclint", match.group(2), def_line, message.strip()))
+    return problems

@@ -1,0 +1,340 @@
+"""The lint agent's capabilities: list what can be fixed, fix one thing, verify with the tests.
+
+Every diagnostic comes from the real ruff with a pinned rule set (``options.select``, by
+default :data:`~remora.operations.lint.rules.DEFAULT_RULES`), never ruff's moving
+default selection, and is classified by how it can be fixed:
+
+- ``ruff_safe``: ruff's own safe fix;
+- ``rewrite``: a Remora rewrite (:mod:`._rewrites`) whose safety analysis accepts this site;
+  for a rule Remora rewrites, that analysis decides, so ruff's unsafe fix is never used;
+- ``ruff_unsafe``: ruff's unsafe fix, when ``options.unsafe_fixes`` allows it (the default:
+  every change is verified here and reviewed by a person);
+- ``manual``: nothing Remora may apply (the reason says why).
+
+``lint_fix`` applies one fix and verifies it before anything is written: the file still
+parses, the diagnostic is gone and no diagnostic of the rule set appeared. ``lint_verify``
+runs the project's tests that import the module in the isolated runner and undoes the
+job's edits of that file when they broke a test that passes without them. Suppression
+comments (``# noqa``) are never written.
+
+Codes: TOOL_302 no such diagnostic on that line, TOOL_303 no fix Remora may apply,
+TOOL_305 the fix would leave a syntax error, TOOL_306 a bad rule code or a non-Python file,
+TOOL_307 the fix would add a diagnostic or did not remove it (nothing written).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from remora.errors import ToolError
+from remora.operations.lint._rewrites import REWRITE_CODES, RewriteRefused, rewrite
+from remora.operations.lint.rules import DEFAULT_RULES
+from remora.tools.capabilities.project import module_tests
+from remora.tools.capabilities.pysource import syntax_error
+from remora.tools.capabilities.pytest_runner import pytest_run
+from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.ruff import (
+    apply_edits,
+    fix_allowed,
+    parse_codes,
+    read_python,
+    run_ruff,
+    single_code,
+)
+from remora.tools.capabilities.store_io import (
+    bounded_diff,
+    decode_text,
+    materialize,
+    store_read,
+    write_text,
+)
+from remora.tools.capabilities.values import as_int
+
+FixKind = Literal["ruff_safe", "ruff_unsafe", "rewrite", "manual"]
+FIXABLE: tuple[FixKind, ...] = ("ruff_safe", "rewrite", "ruff_unsafe")
+_LINE_NUMBER = re.compile(r"\bline \d+")
+_SUPPRESSION = re.compile(r"#\s*(noqa|ruff\s*:\s*noqa|type:\s*ignore)", re.IGNORECASE)
+
+
+@capability
+def lint_issues(ctx: CapabilityContext, path: str) -> dict[str, Any]:
+    """Lint one Python file with the pinned rule set; each issue says how it can be fixed.
+
+    Issues have code, line, message, fix (ruff_safe, rewrite, ruff_unsafe or manual) and
+    note. ``choices`` lists the codes and lines a fix can be asked for.
+    """
+    relative, text, _ = read_python(ctx, path, "lint_issues")
+    with _Linter(ctx, relative) as linter:
+        issues = linter.classified(text)
+    return _report(relative, issues)
+
+
+@capability
+def lint_fix(ctx: CapabilityContext, path: str, code: str, line: int) -> dict[str, Any]:
+    """Fix the issue ``code`` on ``line`` (every such issue on that line) and verify it.
+
+    When ``code`` is reported on one line only, a wrong ``line`` is corrected to it.
+    Nothing is written unless the file still parses, the issue is gone and no new issue
+    appeared. The result has the fix applied, the diff and the issues that remain.
+    """
+    relative, text, bom = read_python(ctx, path, "lint_fix")
+    rule = single_code(code)
+    row = as_int(line, "line")
+    with _Linter(ctx, relative) as linter:
+        raw = linter.raw(text)
+        issues = [linter.classify(text, item) for item in raw]
+        here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
+        asked = row
+        if not here:
+            # A small model often pairs a code with the line of a neighbouring issue; when
+            # the code is reported on one line only, that is the issue it means.
+            lines = {issue["line"] for issue in issues if issue["code"] == rule}
+            if len(lines) != 1:
+                raise _not_reported(rule, row, issues)
+            row = lines.pop()
+            here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
+        kind: FixKind = here[0]["fix"]
+        if kind == "manual":
+            raise ToolError(
+                "TOOL_303",
+                f"{rule} on line {row} has no fix Remora may apply: {here[0]['note']}",
+                "leave it for a person; fix another issue or submit",
+            )
+        if kind == "rewrite":
+            done = rewrite(text, rule, row)
+            new_text, description = done.text, done.description
+        else:
+            unsafe = kind == "ruff_unsafe"
+            items = [
+                item
+                for item in raw
+                if item.get("code") == rule
+                and item["location"]["row"] == row
+                and fix_allowed(item, unsafe)
+            ]
+            new_text, _ = apply_edits(text, items)
+            description = str(
+                (items[0].get("fix") or {}).get("message") or f"ruff's fix for {rule}"
+            )
+        remaining = _verified(linter, rule, row, text, new_text, raw)
+    write_text(ctx, relative, new_text, bom=bom)
+    report = _report(relative, remaining)
+    fixed = {"code": rule, "line": row, "fix": kind, "description": description}
+    if asked != row:
+        fixed["asked_line"] = asked
+    return {
+        "fixed": fixed,
+        "diff": bounded_diff(relative, text, new_text, context=1),
+        **report,
+    }
+
+
+@capability
+def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
+    """Run the project's tests that import this module against the job's edits.
+
+    When a test fails with the edits and passes without them, the edits of this file are
+    undone (``reverted``); failures that happen either way are reported, not blamed.
+    ``changed`` says whether the file differs from the project's after that, ``fixed``
+    how many issues of each code the edits removed, ``left`` the issues that remain.
+    """
+    relative, text, _ = read_python(ctx, path, "lint_verify")
+    tests = module_tests(ctx, relative)
+    original = _base_content(ctx, relative)
+    result: dict[str, Any] = {
+        "path": relative,
+        "tests": tests,
+        "ok": True,
+        "changed": relative in ctx.store.changed_paths(),
+        "reverted": False,
+        "broken": [],
+        "failing_anyway": [],
+    }
+    if tests and original is not None and result["changed"]:
+        failing = _failing(pytest_run(ctx, tests))
+        if failing:
+            edited = store_read(ctx, relative)
+            ctx.store.write(relative, original)
+            still = set(_failing(pytest_run(ctx, failing)))
+            broken = [nodeid for nodeid in failing if nodeid not in still]
+            result["failing_anyway"] = sorted(still)
+            if broken:
+                result.update(ok=False, changed=False, reverted=True, broken=broken)
+                text = decode_text(relative, original)
+            else:
+                ctx.store.write(relative, edited)
+    result["fixed"], result["left"] = _lint_outcome(ctx, relative, original, text)
+    return result
+
+
+def _lint_outcome(
+    ctx: CapabilityContext, relative: str, original: bytes | None, text: str
+) -> tuple[dict[str, int], dict[str, int]]:
+    """The issues per code that the project's version of the file has and ``text`` lacks,
+    and how many issues (and fixable ones) ``text`` has."""
+    before_text = decode_text(relative, original) if original is not None else text
+    with _Linter(ctx, relative) as linter:
+        after = linter.classified(text)
+        before = [issue["code"] for issue in after]
+        if before_text != text:
+            before = [_identity(item)[0] for item in linter.raw(before_text)]
+    removed = Counter(before) - Counter(issue["code"] for issue in after)
+    report = _report(relative, after)
+    return dict(sorted(removed.items())), {"count": report["count"], "fixable": report["fixable"]}
+
+
+class _Linter:
+    """ruff on one file's text (through stdin, in a view so the project's config applies)."""
+
+    def __init__(self, ctx: CapabilityContext, relative: str) -> None:
+        self.ctx = ctx
+        self.relative = relative
+        options = ctx.system.get("options")
+        self.options: Mapping[str, Any] = options if isinstance(options, Mapping) else {}
+        self.rules = parse_codes(self.options.get("select")) or list(DEFAULT_RULES)
+        self.unsafe = bool(self.options.get("unsafe_fixes", True))
+
+    def __enter__(self) -> _Linter:
+        self._view_cm = materialize(self.ctx)
+        self._home_cm = tempfile.TemporaryDirectory()
+        self.view = self._view_cm.__enter__()
+        self.home = Path(self._home_cm.__enter__())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._home_cm.__exit__(None, None, None)
+        self._view_cm.__exit__(None, None, None)
+
+    def raw(self, text: str, rules: list[str] | None = None) -> list[dict[str, Any]]:
+        targets = [f"--stdin-filename={self.view / self.relative}", "-"]
+        return run_ruff(self.ctx, self.view, self.home, targets, rules or self.rules, stdin=text)
+
+    def classified(self, text: str) -> list[dict[str, Any]]:
+        return [self.classify(text, item) for item in self.raw(text)]
+
+    def classify(self, text: str, item: dict[str, Any]) -> dict[str, Any]:
+        """One raw diagnostic as the model sees it, with its fix kind and a note."""
+        code = str(item.get("code") or "invalid-syntax")
+        row = int((item.get("location") or {}).get("row", 0))
+        kind, note = self._fix_kind(text, code, row, item)
+        return {
+            "code": code,
+            "line": row,
+            "message": item.get("message", ""),
+            "fix": kind,
+            "note": note,
+        }
+
+    def _fix_kind(
+        self, text: str, code: str, row: int, item: dict[str, Any]
+    ) -> tuple[FixKind, str]:
+        if fix_allowed(item, unsafe=False):
+            return "ruff_safe", "ruff's safe fix"
+        if code in REWRITE_CODES:
+            try:
+                return "rewrite", rewrite(text, code, row).description
+            except RewriteRefused as exc:
+                return "manual", str(exc)
+        if fix_allowed(item, unsafe=True):
+            if self.unsafe:
+                return "ruff_unsafe", "ruff's unsafe fix (verified before it is written)"
+            return "manual", "only an unsafe fix exists and options.unsafe_fixes is off"
+        return "manual", "no automatic fix exists for this rule"
+
+
+def _verified(
+    linter: _Linter,
+    rule: str,
+    row: int,
+    before: str,
+    after: str,
+    raw_before: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """The classified issues of ``after``, once it is shown to be a clean fix (else raise)."""
+    where = f"{rule} on line {row}"
+    if after == before:
+        raise ToolError("TOOL_303", f"the fix for {where} changed nothing", "fix another issue")
+    broken = syntax_error(after)
+    if broken is not None:
+        raise ToolError(
+            "TOOL_305",
+            f"the fix for {where} would leave a syntax error ({broken}); nothing was written",
+            "fix another issue or submit",
+        )
+    if len(_SUPPRESSION.findall(after)) > len(_SUPPRESSION.findall(before)):
+        raise ToolError(
+            "TOOL_307", f"the fix for {where} would add a suppression comment", "fix another issue"
+        )
+    raw_after = linter.raw(after)
+    added = Counter(map(_identity, raw_after)) - Counter(map(_identity, raw_before))
+    if added:
+        listed = ", ".join(f"{code} ({message})" for code, message in sorted(added))
+        raise ToolError(
+            "TOOL_307",
+            f"the fix for {where} would add {listed}; nothing was written",
+            "fix another issue or submit",
+        )
+    count_before = sum(1 for item in raw_before if item.get("code") == rule)
+    count_after = sum(1 for item in raw_after if item.get("code") == rule)
+    if count_after >= count_before:
+        raise ToolError(
+            "TOOL_307",
+            f"the fix for {where} did not remove it; nothing was written",
+            "fix another issue or submit",
+        )
+    return [linter.classify(after, item) for item in raw_after]
+
+
+def _identity(item: dict[str, Any]) -> tuple[str, str]:
+    """A diagnostic without its position, so line shifts do not make it new."""
+    message = _LINE_NUMBER.sub("line N", str(item.get("message", "")))
+    return str(item.get("code") or "invalid-syntax"), message
+
+
+def _report(relative: str, issues: list[dict[str, Any]]) -> dict[str, Any]:
+    fixable = [issue for issue in issues if issue["fix"] in FIXABLE]
+    return {
+        "path": relative,
+        "issues": issues,
+        "count": len(issues),
+        "fixable": len(fixable),
+        "choices": {
+            "code": sorted({issue["code"] for issue in fixable}),
+            "line": sorted({issue["line"] for issue in fixable}),
+        },
+    }
+
+
+def _not_reported(rule: str, row: int, issues: list[dict[str, Any]]) -> ToolError:
+    lines = sorted({issue["line"] for issue in issues if issue["code"] == rule})
+    if lines:
+        hint = f"{rule} is reported on line(s) {', '.join(map(str, lines))}"
+    elif issues:
+        on_line = sorted({issue["code"] for issue in issues if issue["line"] == row})
+        hint = (
+            f"line {row} has {', '.join(on_line)}"
+            if on_line
+            else "issues: " + ", ".join(f"{i['code']} line {i['line']}" for i in issues[:10])
+        )
+    else:
+        hint = "the file has no issues left; submit"
+    return ToolError("TOOL_302", f"no {rule} on line {row}", hint)
+
+
+def _base_content(ctx: CapabilityContext, relative: str) -> bytes | None:
+    """The project's own bytes of ``relative`` (what the job started from), if it has any."""
+    original = ctx.store.root / relative
+    try:
+        return original.read_bytes() if original.is_file() else None
+    except OSError:
+        return None
+
+
+def _failing(report: dict[str, Any]) -> list[str]:
+    failed = [t["nodeid"] for t in report["tests"] if t["outcome"] in ("failed", "error")]
+    return failed + [error["path"] for error in report["collection_errors"]]
