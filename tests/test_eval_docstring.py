@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from remora.evaluation.report import OperationReport, Score
-from remora.evaluation.session import RemoraSession
+from remora.operations.docstring._format import name_summary
 from remora.operations.docstring.evaluation import (
     BASELINE,
     FIXED_STEPS,
@@ -18,11 +18,10 @@ from remora.operations.docstring.evaluation import (
     REMORA,
     documented_params,
     evaluate,
-    name_summary,
     public_docstrings,
 )
 from tests.stores import write_tree
-from tests.support.eval_context import RecordingProgress, eval_context
+from tests.support.eval_context import RecordingProgress, eval_context, scripted_session
 from tests.support.policy_docstring import SUMMARIES, docstring_policy, submit_only_policy
 
 LIMIT = 3
@@ -177,7 +176,7 @@ def test_a_remora_run_that_writes_nothing_scores_zero(silent: OperationReport) -
 def test_when_remora_cannot_run_its_row_says_why(tmp_path: Path) -> None:
     ctx, progress = eval_context(tmp_path, "docstring", submit_only_policy, limit=1)
     # The job is planned, then the workspace manager refuses the state directory.
-    ctx.session = RemoraSession(assignments=["workspace.state_dir=."])
+    ctx.session = scripted_session(submit_only_policy, "workspace.state_dir=.")
     report = evaluate(ctx)
     remora = _score(report, REMORA)
     assert remora.values == {} and remora.error

@@ -346,3 +346,12 @@ def _hanging(lead: str, text: str, width: int, indent: str) -> list[str]:
         break_long_words=False,
         break_on_hyphens=False,
     ) or [lead.rstrip()]
+
+
+def name_summary(name: str) -> str:
+    """``median_low`` -> ``Median low.``, ``NormalDist`` -> ``Normal dist.``: a summary
+    that only repeats the name (the evaluation's baseline, and the mistake the expert
+    makes on purpose for the checker to refuse)."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").split()
+    text = " ".join(words).lower()
+    return text[:1].upper() + text[1:] + "."

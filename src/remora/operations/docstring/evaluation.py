@@ -77,6 +77,7 @@ from remora.evaluation.functions import (
 from remora.evaluation.package import Project
 from remora.evaluation.report import Column, OperationReport, Score, ScoreKind, Value
 from remora.evaluation.session import RemoraRun
+from remora.operations.docstring._format import name_summary
 from remora.operations.docstring._similarity import rouge_l, sentence_bleu
 from remora.operations.docstring.docstrings import docstring_set
 from remora.orchestration import JobRecord
@@ -445,12 +446,6 @@ def first_line(docstring: str | None) -> str:
 
 
 # --- the baseline -----------------------------------------------------------------------------
-
-
-def name_summary(name: str) -> str:
-    """``merge_with`` -> ``Merge with.``"""
-    words = " ".join(name.replace("_", " ").split())
-    return (words[:1].upper() + words[1:] + ".") if words else "Function."
 
 
 def write_name_summaries(project: Project, chosen: Sequence[Chosen], state: Path) -> list[str]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from remora.contracts import SUBMIT_TOOL
 from remora.model.base import ModelRequest, ToolCall
+from remora.operations.docstring._format import name_summary
 from remora.operations.experts import ExpertError, MistakenCall, call, choose, seen_results
 
 MAX_SUMMARY_CHARS = 100
@@ -41,14 +42,6 @@ def revise_summary(summary: str, problems: str) -> str:
     if not text.endswith((".", "!", "?")) and re.search(r"D400|D415|period|punctuation", problems):
         text += "."
     return text[:MAX_SUMMARY_CHARS]
-
-
-def name_summary(name: str) -> str:
-    """``median_low`` -> ``Median low.``, ``NormalDist`` -> ``Normal dist.``: a summary
-    that only repeats the name, the mistake the tool is there to refuse."""
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").split()
-    text = " ".join(words).lower()
-    return text[:1].upper() + text[1:] + "."
 
 
 @dataclass(frozen=True)

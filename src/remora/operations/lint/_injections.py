@@ -14,7 +14,6 @@ passed before.
 from __future__ import annotations
 
 import ast
-import bisect
 import contextlib
 import io
 import itertools
@@ -34,6 +33,7 @@ from remora.evaluation.context import EvalContext
 from remora.evaluation.functions import parameter_names
 from remora.evaluation.package import Project
 from remora.operations.lint.rules import DEFAULT_RULES
+from remora.source_edits import PythonSource, TextEdit
 from remora.tools.capabilities.ruff import ruff_command
 
 SELECT = "--select=" + ",".join(DEFAULT_RULES)
@@ -73,45 +73,12 @@ Rng = Callable[..., random.Random]
 # --- source positions ---------------------------------------------------------------------
 
 
-class Source:
+class Source(PythonSource):
     """A module's text and tree, with ast positions turned into text offsets."""
 
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.tree = pyast.parse(text)
-        self.lines = text.splitlines(keepends=True)
-        self.starts = [0]
-        for line in self.lines:
-            self.starts.append(self.starts[-1] + len(line))
-        self.parents: dict[ast.AST, ast.AST] = {}
+        super().__init__(text)
         self._bound: set[str] | None = None
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
-
-    def offset(self, line: int, col: int) -> int:
-        """Text offset of ast's (1-based line, UTF-8 byte column)."""
-        if line > len(self.lines):
-            return len(self.text)
-        prefix = self.lines[line - 1].encode("utf-8")[:col].decode("utf-8", "replace")
-        return self.starts[line - 1] + len(prefix)
-
-    def start(self, node: ast.AST) -> int:
-        line, col, _, _ = span(node)
-        return self.offset(line, col)
-
-    def end(self, node: ast.AST) -> int:
-        _, _, line, col = span(node)
-        return self.offset(line, col)
-
-    def segment(self, node: ast.AST) -> str:
-        return self.text[self.start(node) : self.end(node)]
-
-    def line_of(self, offset: int) -> int:
-        return min(bisect.bisect_right(self.starts, offset), len(self.lines) + 1)
-
-    def line_start(self, line: int) -> int:
-        return self.starts[min(line, len(self.lines) + 1) - 1] if line >= 1 else 0
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         while node in self.parents:
@@ -145,7 +112,7 @@ class Source:
     def own_line(self, node: ast.AST) -> bool:
         """Only whitespace before the node on its first line."""
         line = span(node)[0]
-        return self.text[self.starts[line - 1] : self.start(node)].strip() == ""
+        return self.text[self.line_start(line) : self.start(node)].strip() == ""
 
     def rest_of_line(self, offset: int) -> str:
         """Text from ``offset`` to the end of its line, newline excluded."""
@@ -214,7 +181,7 @@ def body_start(src: Source, func: ast.AST) -> tuple[int, str, int] | None:
     line = min([first.lineno, *(d.lineno for d in decorators)])
     if line <= span(func)[0]:
         return None
-    text = src.lines[line - 1]
+    text = src.line_text(line)
     indent = text[: len(text) - len(text.lstrip())]
     if not indent or not text.strip():
         return None
@@ -252,13 +219,10 @@ def is_builtin_call(src: Source, node: ast.AST, names: Sequence[str]) -> bool:
 
 
 @dataclass(frozen=True)
-class Edit:
+class Edit(TextEdit):
     """Replace ``text[start:end]`` by ``new``; ruff should then report the injection's code
     on a line from ``anchor`` (a line at or before the edit) to the edit's last new line."""
 
-    start: int
-    end: int
-    new: str
     anchor: int
 
 

@@ -66,6 +66,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from remora import pyast
+from remora.source_edits import OverlappingEditsError, PythonSource, TextEdit, apply_edits
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,6 @@ class RewriteRefused(Exception):
 
 
 @dataclass(frozen=True)
-class _Edit:
-    start: int
-    end: int
-    text: str
-
-
-@dataclass(frozen=True)
 class _Token:
     kind: int
     string: str
@@ -99,7 +93,7 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_Rule = Callable[["_Source", int], tuple[list[_Edit], list[str]]]
+_Rule = Callable[["_Source", int], tuple[list[TextEdit], list[str]]]
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LINE_BREAK = re.compile(r"\r\n|\n")
 _INSIGNIFICANT = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING}
@@ -130,52 +124,20 @@ def rewrite(source: str, code: str, line: int) -> Rewrite:
     return Rewrite(text, description)
 
 
-class _Source:
+class _Source(PythonSource):
     """The source with its tree, parents, tokens and ast-position-to-index conversion."""
 
     def __init__(self, text: str) -> None:
         if re.search(r"\r(?!\n)", text):
             raise RewriteRefused("the file has bare \\r line endings, which are not rewritten")
         try:
-            self.tree = pyast.parse(text)
+            super().__init__(text)
         except (SyntaxError, ValueError) as exc:
             raise RewriteRefused(f"the source does not parse ({exc})") from None
-        self.text = text
         first_break = _LINE_BREAK.search(text)
         self.newline = first_break.group() if first_break else "\n"
-        self._starts = [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
-        self.parents: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(self.tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
         self._tokens: list[_Token] | None = None
         self._token_starts: list[int] = []
-
-    # Positions: ast columns are UTF-8 byte offsets within a line; edits use str indices.
-
-    def line_start(self, lineno: int) -> int:
-        """Index where line ``lineno`` starts (the end of the text past the last line)."""
-        return self._starts[lineno - 1] if lineno <= len(self._starts) else len(self.text)
-
-    def line_text(self, lineno: int) -> str:
-        end = self._starts[lineno] if lineno < len(self._starts) else len(self.text)
-        return self.text[self.line_start(lineno) : end]
-
-    def line_of(self, index: int) -> int:
-        return bisect.bisect_right(self._starts, index)
-
-    def offset(self, lineno: int, col: int) -> int:
-        prefix = self.line_text(lineno).encode("utf-8")[:col]
-        return self.line_start(lineno) + len(prefix.decode("utf-8"))
-
-    def start(self, node: ast.AST) -> int:
-        return self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
-
-    def end(self, node: ast.AST) -> int:
-        return self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-
-    def segment(self, node: ast.AST) -> str:
-        return self.text[self.start(node) : self.end(node)]
 
     def indent(self, lineno: int) -> str:
         match = re.match(r"[ \t\f]*", self.line_text(lineno))
@@ -263,18 +225,12 @@ class _Source:
         )
 
 
-def _apply(text: str, edits: list[_Edit]) -> str:
+def _apply(text: str, edits: list[TextEdit]) -> str:
     """Apply non-overlapping edits; insertions at one index keep their order."""
-    ordered = sorted(edits, key=lambda edit: (edit.start, edit.end))
-    pieces: list[str] = []
-    position = 0
-    for edit in ordered:
-        if edit.start < position:
-            raise RewriteRefused("two rewrites on this line overlap; split the line first")
-        pieces += [text[position : edit.start], edit.text]
-        position = edit.end
-    pieces.append(text[position:])
-    return "".join(pieces)
+    try:
+        return apply_edits(text, edits)
+    except OverlappingEditsError:
+        raise RewriteRefused("two rewrites on this line overlap; split the line first") from None
 
 
 def _bound_names(tree: ast.AST) -> Iterator[tuple[str, ast.AST]]:
@@ -334,11 +290,11 @@ def _is_none(node: ast.AST) -> bool:
     return _is_constant(node, None)
 
 
-def _before_after(src: _Source, node: ast.AST, edit: _Edit, fallback: str) -> str:
+def _before_after(src: _Source, node: ast.AST, edit: TextEdit, fallback: str) -> str:
     """``old -> new`` for one edited node when both fit a one-line description."""
     start, end = src.start(node), src.end(node)
     old = src.text[start:end]
-    new = src.text[start : edit.start] + edit.text + src.text[edit.end : end]
+    new = src.text[start : edit.start] + edit.new + src.text[edit.end : end]
     if max(len(old), len(new)) > 50 or any(mark in old for mark in "\r\n"):
         return fallback
     return f"{old} -> {new}"
@@ -356,7 +312,7 @@ def _nothing_on(what: str, line: int) -> RewriteRefused:
 _IN_FSTRING = "the comparison is inside an f-string, whose positions Python 3.11 misreports"
 
 
-def _operator_edit(src: _Source, left: ast.expr, right: ast.expr, new: str) -> _Edit:
+def _operator_edit(src: _Source, left: ast.expr, right: ast.expr, new: str) -> TextEdit:
     """Replace the ``==``/``!=`` between two operands, keeping a space on each side."""
     found = [
         tok
@@ -368,7 +324,7 @@ def _operator_edit(src: _Source, left: ast.expr, right: ast.expr, new: str) -> _
     tok = found[0]
     before = "" if tok.start == 0 or src.text[tok.start - 1].isspace() else " "
     after = "" if src.text[tok.end : tok.end + 1].isspace() else " "
-    return _Edit(tok.start, tok.end, f"{before}{new}{after}")
+    return TextEdit(tok.start, tok.end, f"{before}{new}{after}")
 
 
 # E722 ---------------------------------------------------------------------------------------
@@ -406,8 +362,8 @@ def _needs_base_exception(handler: ast.ExceptHandler, statement: ast.AST) -> str
     return None
 
 
-def _e722(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
-    edits: list[_Edit] = []
+def _e722(src: _Source, line: int) -> tuple[list[TextEdit], list[str]]:
+    edits: list[TextEdit] = []
     descriptions: list[str] = []
     for node in ast.walk(src.tree):
         if not isinstance(node, ast.ExceptHandler) or node.type is not None:
@@ -419,7 +375,7 @@ def _e722(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
             raise RewriteRefused("the except keyword could not be located")
         reason = _needs_base_exception(node, src.parents[node])
         name = "BaseException" if reason else "Exception"
-        edits.append(_Edit(start, start + 6, f"except {name}"))
+        edits.append(TextEdit(start, start + 6, f"except {name}"))
         why = f", which catches everything, as {reason}" if reason else ""
         descriptions.append(f"bare except: -> except {name}:{why}")
     if not edits:
@@ -573,7 +529,7 @@ def _shared_default_reason(function: _Function, name: str) -> str | None:
     return None
 
 
-def _b006_insertion(src: _Source, function: _Function, names: list[tuple[str, str]]) -> _Edit:
+def _b006_insertion(src: _Source, function: _Function, names: list[tuple[str, str]]) -> TextEdit:
     """``if NAME is None: NAME = <default>`` per name, first in the body after any docstring."""
     body = function.body
     colon = src.token_before(src.start(body[0]))
@@ -599,11 +555,11 @@ def _b006_insertion(src: _Source, function: _Function, names: list[tuple[str, st
     text = "".join(
         f"{indent}if {name} is None:{nl}{inner}{name} = {value}{nl}" for name, value in names
     )
-    return _Edit(position, position, lead + text)
+    return TextEdit(position, position, lead + text)
 
 
-def _b006(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
-    edits: list[_Edit] = []
+def _b006(src: _Source, line: int) -> tuple[list[TextEdit], list[str]]:
+    edits: list[TextEdit] = []
     descriptions: list[str] = []
     unsafe = src.bindings() | set(_PURE_BUILTINS if src.star_import() else ())
     for function in ast.walk(src.tree):
@@ -632,7 +588,7 @@ def _b006(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
                     " evaluated at call time"
                 )
             fresh.append((name, src.segment(default)))
-            edits.append(_Edit(src.start(default), src.end(default), "None"))
+            edits.append(TextEdit(src.start(default), src.end(default), "None"))
             value = _short(src.segment(default))
             descriptions.append(f"{name}={value} -> {name}=None, with a fresh {value} per call")
         if fresh:
@@ -660,7 +616,7 @@ def _eq_overloaders(tree: ast.Module) -> list[str]:
     return sorted(found & _EQ_OVERLOADERS)
 
 
-def _e711(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
+def _e711(src: _Source, line: int) -> tuple[list[TextEdit], list[str]]:
     matches: list[ast.Compare] = []
     for node in ast.walk(src.tree):
         if not isinstance(node, ast.Compare):
@@ -686,7 +642,7 @@ def _e711(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
         )
     if src.defines_eq():
         raise RewriteRefused("the module defines __eq__ or __ne__, which may treat None specially")
-    edits: list[_Edit] = []
+    edits: list[TextEdit] = []
     descriptions: list[str] = []
     for node in matches:
         if src.in_fstring(node) and sys.version_info < (3, 12):
@@ -736,8 +692,8 @@ def _b007_reason(src: _Source, target: ast.Name) -> str | None:
     return None
 
 
-def _b007(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
-    edits: list[_Edit] = []
+def _b007(src: _Source, line: int) -> tuple[list[TextEdit], list[str]]:
+    edits: list[TextEdit] = []
     descriptions: list[str] = []
     for loop in ast.walk(src.tree):
         if not isinstance(loop, ast.For | ast.AsyncFor):
@@ -747,7 +703,7 @@ def _b007(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
                 continue
             if reason := _b007_reason(src, target):
                 raise RewriteRefused(reason)
-            edits.append(_Edit(src.start(target), src.end(target), f"_{target.id}"))
+            edits.append(TextEdit(src.start(target), src.end(target), f"_{target.id}"))
             descriptions.append(f"unused loop variable {target.id} -> _{target.id}")
     if not edits:
         raise _nothing_on("unused loop variable", line)
@@ -773,7 +729,7 @@ def _is_type_call(node: ast.AST) -> bool:
     )
 
 
-def _e721(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
+def _e721(src: _Source, line: int) -> tuple[list[TextEdit], list[str]]:
     matches: list[tuple[ast.Compare, ast.Name]] = []
     for node in ast.walk(src.tree):
         if not isinstance(node, ast.Compare) or node.lineno != line:
@@ -802,7 +758,7 @@ def _e721(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
     if src.defines_eq():
         raise RewriteRefused("the module defines __eq__ or __ne__, possibly on a metaclass")
     bound = src.bindings()
-    edits: list[_Edit] = []
+    edits: list[TextEdit] = []
     descriptions: list[str] = []
     for node, other in matches:
         for name in ("type", other.id):
@@ -838,8 +794,8 @@ def _handler_of(src: _Source, node: ast.Raise) -> tuple[ast.ExceptHandler | None
     return None, None
 
 
-def _b904(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
-    edits: list[_Edit] = []
+def _b904(src: _Source, line: int) -> tuple[list[TextEdit], list[str]]:
+    edits: list[TextEdit] = []
     descriptions: list[str] = []
     for node in ast.walk(src.tree):
         if not isinstance(node, ast.Raise) or node.lineno != line:
@@ -865,7 +821,7 @@ def _b904(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
             raise RewriteRefused(
                 f"the handler rebinds {name}, so it may not be the caught exception"
             )
-        edit = _Edit(src.end(node), src.end(node), f" from {name}")
+        edit = TextEdit(src.end(node), src.end(node), f" from {name}")
         edits.append(edit)
         descriptions.append(_before_after(src, node, edit, f"raise ... -> raise ... from {name}"))
     if not edits:
@@ -883,8 +839,8 @@ def _statement_lists(node: ast.AST) -> Iterator[list[ast.stmt]]:
             yield value
 
 
-def _e701(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
-    edits: list[_Edit] = []
+def _e701(src: _Source, line: int) -> tuple[list[TextEdit], list[str]]:
+    edits: list[TextEdit] = []
     for node in ast.walk(src.tree):
         if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef):
             continue  # a def one-liner is E704, which ruff reports separately
@@ -901,14 +857,14 @@ def _e701(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
             if indent.strip():
                 raise RewriteRefused("the clause does not start its own line")
             body_indent = indent + src.indent_unit(indent)
-            edits.append(_Edit(colon.end, src.start(first), src.newline + body_indent))
+            edits.append(TextEdit(colon.end, src.start(first), src.newline + body_indent))
     if not edits:
         raise _nothing_on("statement after a colon", line)
     return edits, ["the statement after the colon moved to its own indented line"] * len(edits)
 
 
-def _e702(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
-    edits: list[_Edit] = []
+def _e702(src: _Source, line: int) -> tuple[list[TextEdit], list[str]]:
+    edits: list[TextEdit] = []
     for node in ast.walk(src.tree):
         for body in _statement_lists(node):
             run_start = body[0]
@@ -928,7 +884,7 @@ def _e702(src: _Source, line: int) -> tuple[list[_Edit], list[str]]:
                     raise RewriteRefused(
                         "the statements follow a colon on the same line; fix E701 first"
                     )
-                edits.append(_Edit(src.end(before), src.start(after), src.newline + indent))
+                edits.append(TextEdit(src.end(before), src.start(after), src.newline + indent))
     if not edits:
         raise _nothing_on("semicolon between statements", line)
     return edits, ["statements separated by ; split onto their own lines"] * len(edits)

@@ -22,11 +22,11 @@ import re
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from remora.errors import ToolError
+from remora.source_edits import TextEdit
 from remora.tools.capabilities.pysource import syntax_error
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.store_io import (
@@ -54,13 +54,6 @@ def ruff_command() -> list[str]:
     """The ruff installed next to this interpreter, else ``python -m ruff``."""
     binary = Path(sys.executable).parent / ("ruff.exe" if sys.platform == "win32" else "ruff")
     return [str(binary)] if binary.is_file() else [sys.executable, "-m", "ruff"]
-
-
-@dataclass(frozen=True, order=True)
-class _Edit:
-    start: int
-    end: int
-    content: str
 
 
 @capability
@@ -322,30 +315,24 @@ def apply_edits(text: str, items: list[dict[str, Any]]) -> tuple[str, int]:
             return len(text)
         return min(starts[row - 1] + column - 1, len(text))
 
-    chosen: list[_Edit] = []
-    seen: set[tuple[_Edit, ...]] = set()
+    chosen: list[TextEdit] = []
+    seen: set[tuple[TextEdit, ...]] = set()
     count = 0
     for item in sorted(items, key=lambda i: (i["location"]["row"], i["location"]["column"])):
         edits = tuple(
             sorted(
-                _Edit(offset(edit["location"]), offset(edit["end_location"]), edit["content"])
+                TextEdit(offset(edit["location"]), offset(edit["end_location"]), edit["content"])
                 for edit in item["fix"]["edits"]
             )
         )
         if edits in seen:
             count += 1
             continue
-        if any(_overlaps(new, old) for new in edits for old in chosen):
+        if any(new.overlaps(old) for new in edits for old in chosen):
             continue
         seen.add(edits)
         chosen.extend(edits)
         count += 1
     for edit in sorted(chosen, key=lambda e: (e.start, e.end), reverse=True):
-        text = text[: edit.start] + edit.content + text[edit.end :]
+        text = text[: edit.start] + edit.new + text[edit.end :]
     return text, count
-
-
-def _overlaps(a: _Edit, b: _Edit) -> bool:
-    if a.start == a.end == b.start == b.end:
-        return True
-    return a.start < b.end and b.start < a.end
