@@ -1,4 +1,5 @@
-"""The layer order of DESIGN's map, enforced: an upward import fails the test suite."""
+"""The layer order of DESIGN's map, enforced: an upward import fails the test suite, and
+no operation's package imports another's."""
 
 from __future__ import annotations
 
@@ -14,19 +15,31 @@ OUTSIDE_THE_LAYERS = {"testing", "pym", "config_reference", "__main__"}
 """Test doubles, the names .pym scripts import, a docs generator and the entry point."""
 
 
-def contract() -> dict[str, object]:
+def contracts() -> list[dict[str, object]]:
     data = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    (layers,) = data["tool"]["importlinter"]["contracts"]
-    return layers  # type: ignore[no-any-return]
+    return data["tool"]["importlinter"]["contracts"]  # type: ignore[no-any-return]
 
 
-def test_the_layers_contract_is_kept() -> None:
+def contract(kind: str = "layers") -> dict[str, object]:
+    (found,) = [item for item in contracts() if item["type"] == kind]
+    return found
+
+
+def test_the_contracts_are_kept() -> None:
     lint_imports = Path(sys.executable).with_name("lint-imports")
     done = subprocess.run(
         [str(lint_imports), "--no-cache"], cwd=REPO, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "1 kept, 0 broken" in done.stdout
+    assert f"{len(contracts())} kept, 0 broken" in done.stdout
+
+
+def test_every_operation_package_is_in_the_independence_contract() -> None:
+    operations = Path(remora.__file__).parent / "operations"
+    packages = {
+        f"remora.operations.{path.parent.name}" for path in operations.glob("*/__init__.py")
+    }
+    assert set(contract("independence")["modules"]) == packages  # type: ignore[arg-type]
 
 
 def test_every_module_has_a_layer() -> None:
