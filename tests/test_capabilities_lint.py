@@ -10,7 +10,9 @@ import pytest
 from remora.errors import ToolError
 from remora.operations.lint.capabilities import (
     lint_fix,
+    lint_fix_all,
     lint_issues,
+    lint_result,
     lint_verify,
 )
 from remora.tools.capabilities import CapabilityContext
@@ -115,6 +117,41 @@ def test_every_fixable_issue_can_be_fixed_in_turn(ctx: CapabilityContext) -> Non
     assert "    if default is None:\n        default = []\n" in text
     assert "for _index in range(3):" in text
     assert "if value is None:" in text
+
+
+def test_fix_all_fixes_bottom_up_what_fixing_in_turn_fixes(ctx: CapabilityContext) -> None:
+    done = lint_fix_all(ctx, "pkg/mod.py")
+    lines = [fixed["line"] for fixed in done["fixed"]]
+    assert lines == sorted(lines, reverse=True)
+    assert {fixed["code"] for fixed in done["fixed"]} == {"F401", "B006", "B007", "E722", "E711"}
+    assert done["refused"] == []
+    assert [issue["code"] for issue in done["issues"]] == ["E741"]
+    text = read_file(ctx, "pkg/mod.py")
+    assert "def first(items, default=None):" in text and "if value is None:" in text
+    assert "noqa" not in text
+
+
+def test_a_fix_that_cannot_be_verified_leaves_the_job_partial(tmp_path: Path) -> None:
+    source = "import os\n\n\ndef f(value):\n    return not value == None\n"
+    ctx = capability_context(write_tree(tmp_path / "proj", {"mod.py": source}))
+    done = lint_fix_all(ctx, "mod.py")
+    assert [fixed["code"] for fixed in done["fixed"]] == ["F401"]
+    assert [(item["code"], item["line"]) for item in done["refused"]] == [("E711", 5)]
+    assert "E714" in done["refused"][0]["reason"]
+    outcome = lint_result(ctx, "mod.py")
+    assert outcome["status"] == "partial"
+    assert outcome["summary"] == "Fixed F401 x1; 1 fixable left"
+    assert outcome["details"]["fixable_left"] == 1
+
+
+def test_nothing_fixed_with_fixable_issues_left_is_failed(tmp_path: Path) -> None:
+    source = "def f(value):\n    return not value == None\n"
+    ctx = capability_context(write_tree(tmp_path / "proj", {"mod.py": source}))
+    assert lint_fix_all(ctx, "mod.py")["fixed"] == []
+    assert ctx.store.changed_paths() == []
+    outcome = lint_result(ctx, "mod.py")
+    assert outcome["status"] == "failed"
+    assert outcome["summary"] == "1 fixable issue(s) were left unfixed"
 
 
 def test_a_wrong_line_or_a_manual_issue_is_refused_with_a_hint(ctx: CapabilityContext) -> None:

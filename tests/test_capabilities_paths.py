@@ -31,6 +31,8 @@ PATH_CALLS: dict[str, PathCall] = {
     "lint_issues": lambda caps, p: caps["lint_issues"](path=p),
     "lint_fix": lambda caps, p: caps["lint_fix"](path=p, code="F401", line=1),
     "lint_verify": lambda caps, p: caps["lint_verify"](path=p),
+    "lint_fix_all": lambda caps, p: caps["lint_fix_all"](path=p),
+    "lint_result": lambda caps, p: caps["lint_result"](path=p),
     "call_function": lambda caps, p: caps["call_function"](
         module_path=p, qualname="f", args_json="[]"
     ),

@@ -34,7 +34,9 @@ EXPECTED = {
     "docstring_summary_check",
     "lint_issues",
     "lint_fix",
+    "lint_fix_all",
     "lint_verify",
+    "lint_result",
     "call_function",
     "characterizable",
     "signature_inputs",
@@ -135,4 +137,10 @@ def test_marking_registers_nothing_and_modules_are_listed_explicitly() -> None:
 def test_toolkit_is_generic_and_operations_bring_their_own() -> None:
     assert "read_file" in TOOLKIT and "lint_fix" not in TOOLKIT
     lint = installed_operations().get("lint")
-    assert set(lint.capabilities) == {"lint_issues", "lint_fix", "lint_verify"}
+    assert set(lint.capabilities) == {
+        "lint_issues",
+        "lint_fix",
+        "lint_fix_all",
+        "lint_verify",
+        "lint_result",
+    }

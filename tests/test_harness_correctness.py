@@ -177,19 +177,13 @@ def lint_engineer(request: ModelRequest) -> Step:
     return call("submit_result", summary="Removed the unused import.")
 
 
-def test_lint_agent_runs_on_files_its_precheck_lets_through() -> None:
-    model = ScriptedModel([lint_engineer], repeat_last=True)
-    report = run("lint", model, path=SAMPLE, requests=4)
-    stats = report.variants[0]
-    assert stats.success_rate == 1.0 and stats.correct_call_rate == 1.0
-    # the precheck skips the files without a fixable issue (__init__, reports, the test)
-    assert {episode.node for episode in report.episodes} == {
-        "inventory/models.py",
-        "inventory/pricing.py",
-    }
-    assert all(episode.status == "success" for episode in report.episodes)
-    pricing = next(e for e in report.episodes if e.node == "inventory/pricing.py")
-    assert pricing.checked_calls[1].arguments == {"code": "F401", "line": 4}
+def test_the_lint_agent_leaves_the_model_nothing_to_do() -> None:
+    """The lint precheck fixes, verifies and ends every job on the host, so the harness
+    finds no node where a real run would call the model."""
+    with pytest.raises(RunnerError) as caught:
+        run("lint", ScriptedModel([lint_engineer], repeat_last=True), path=SAMPLE, requests=4)
+    assert caught.value.code == "RUN_012"
+    assert "inventory/pricing.py: Fixed F401" in caught.value.message
 
 
 def test_precheck_skipping_every_node_is_a_clean_error(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ def test_help_names_the_four_steps_in_order(capsys: pytest.CaptureFixture[str]) 
 def test_an_agent_without_an_expert_is_train_012(capsys: pytest.CaptureFixture[str]) -> None:
     result = run_cli(["train", "generate", "--agent", "harness"], capsys)
     assert result.code == 1
-    assert "TRAIN_012" in result.err and "lint, docstring, test, sample_data" in result.err
+    assert "TRAIN_012" in result.err and "docstring, test, sample_data" in result.err
 
 
 def test_evaluate_without_examples_is_train_006(
@@ -59,24 +59,33 @@ def test_evaluate_scores_the_base_model_on_held_out_turns(
 ) -> None:
     request = ModelRequest(messages=[Message(role="user", content="Say hello.")], max_tokens=8)
     example = TrainingExample(
-        agent="lint",
+        agent="docstring",
         source="a.py",
         episode="e0",
         turn=0,
         prompt="p",
         completion="c",
         request=request.model_dump(mode="json"),
-        call={"name": "run_linter", "arguments": {}},
+        call={"name": "read_signature", "arguments": {}},
     )
-    write_examples(tmp_path / "lint" / "validation.jsonl", [example])
+    write_examples(tmp_path / "docstring" / "validation.jsonl", [example])
     scores = tmp_path / "scores.json"
     result = run_cli(
-        ["train", "evaluate", "--agent", "lint", "--data", str(tmp_path), "--json", str(scores)],
+        [
+            "train",
+            "evaluate",
+            "--agent",
+            "docstring",
+            "--data",
+            str(tmp_path),
+            "--json",
+            str(scores),
+        ],
         capsys,
     )
     assert result.code == 0, result.err
-    assert "lint" in result.out and "base" in result.out
-    [base] = json.loads(scores.read_text(encoding="utf-8"))["next_call"]["lint"]
+    assert "docstring" in result.out and "base" in result.out
+    [base] = json.loads(scores.read_text(encoding="utf-8"))["next_call"]["docstring"]
     # no tools offered, so the model answers in prose: no call, no match
     assert (base["examples"], base["exact"], base["failed"]) == (1, 0, 0)
 

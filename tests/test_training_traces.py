@@ -47,7 +47,8 @@ from remora.training.traces import (
 )
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-LIMITS = {"lint": 3, "docstring": 4, "test": 2, "sample_data": 2}
+LIMITS = {"docstring": 4, "test": 2, "sample_data": 2}
+"""The traced agents (lint has no model decision left: its host does every step)."""
 
 
 @pytest.fixture(scope="module")
@@ -253,12 +254,12 @@ def test_a_prompt_longer_than_the_context_is_no_example() -> None:
 def test_a_second_run_resumes_from_the_recorded_episodes(
     corpus: list[Path], tmp_path: Path
 ) -> None:
-    first = generate_traces("lint", corpus, tmp_path, limit=2, seed=3, tokens="estimate")
-    before = (tmp_path / "lint" / TRAIN_FILE).read_text(encoding="utf-8")
-    again = generate_traces("lint", corpus, tmp_path, limit=2, seed=3, tokens="estimate")
+    first = generate_traces("docstring", corpus, tmp_path, limit=2, seed=3, tokens="estimate")
+    before = (tmp_path / "docstring" / TRAIN_FILE).read_text(encoding="utf-8")
+    again = generate_traces("docstring", corpus, tmp_path, limit=2, seed=3, tokens="estimate")
     assert again.resumed >= first.episodes_run and again.episodes_per_minute == 0.0
-    assert (tmp_path / "lint" / TRAIN_FILE).read_text(encoding="utf-8") == before
-    recorded = (tmp_path / "lint" / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert (tmp_path / "docstring" / TRAIN_FILE).read_text(encoding="utf-8") == before
+    recorded = (tmp_path / "docstring" / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(recorded) == len({json.loads(line)["id"] for line in recorded})
 
 
@@ -270,14 +271,17 @@ def test_held_out_packages_and_unknown_agents_are_refused(tmp_path: Path) -> Non
     held.mkdir()
     (held / "more.py").write_text("x = 1\n", encoding="utf-8")
     with pytest.raises(TrainingError) as caught:
-        generate_traces("lint", [held], tmp_path / "out", tokens="estimate")
+        generate_traces("docstring", [held], tmp_path / "out", tokens="estimate")
     assert caught.value.code == "TRAIN_010"
     with pytest.raises(TrainingError) as caught:
         generate_traces("harness", [held], tmp_path / "out", tokens="estimate")
     assert caught.value.code == "TRAIN_012"
     with pytest.raises(TrainingError) as caught:
-        generate_traces("lint", [tmp_path / "nowhere"], tmp_path / "out", tokens="estimate")
+        generate_traces("docstring", [tmp_path / "nowhere"], tmp_path / "out", tokens="estimate")
     assert caught.value.code == "TRAIN_011"
+    with pytest.raises(TrainingError) as caught:
+        generate_traces("lint", [tmp_path / "nowhere"], tmp_path / "out", tokens="estimate")
+    assert caught.value.code == "TRAIN_012"  # the host does every lint step
 
 
 # --- the corpus helpers ---------------------------------------------------------------------

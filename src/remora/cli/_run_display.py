@@ -30,7 +30,13 @@ from remora.events import Event, ToolCallEvent, ToolResultEvent
 from remora.orchestration import PlannedJob, RunResult
 from remora.runner import AgentResult
 
-_STATUS_STYLE = {"success": "green", "failed": "red", "skipped": "dim", "interrupted": "yellow"}
+_STATUS_STYLE = {
+    "success": "green",
+    "partial": "yellow",
+    "failed": "red",
+    "skipped": "dim",
+    "interrupted": "yellow",
+}
 
 
 class ToolCallPrinter:
@@ -103,7 +109,11 @@ def job_line(job: PlannedJob, result: AgentResult) -> str:
 
 
 def _counts(counts: Counter[str]) -> str:
-    parts = [f"{counts[name]} {name}" for name in ("success", "failed", "skipped") if counts[name]]
+    parts = [
+        f"{counts[name]} {name}"
+        for name in ("success", "partial", "failed", "skipped")
+        if counts[name]
+    ]
     if counts["interrupted"]:
         parts.append(f"{counts['interrupted']} interrupted")
     return ", ".join(parts)
@@ -162,7 +172,9 @@ def footer(result: RunResult, extra: Sequence[str] = ()) -> str:
     manifest = result.manifest
     summary = manifest.summary()
     parts = [
-        f"{summary.jobs} job(s): {summary.succeeded} succeeded, {summary.failed} failed, "
+        f"{summary.jobs} job(s): {summary.succeeded} succeeded, "
+        + (f"{summary.partial} partly done, " if summary.partial else "")
+        + f"{summary.failed} failed, "
         f"{result.count('skipped')} skipped, {result.count('interrupted')} interrupted",
         f"{summary.pending} change(s) await review",
     ]

@@ -89,10 +89,21 @@ class OpenJob:
     runtime: ToolRuntime
     config: RemoraConfig
     keep: bool = False
+    evidence: str = ""
+    """What the precheck found for the model to decide on (shown after the node context)."""
 
     async def precheck(self) -> AgentResult | None:
-        """A ``skipped`` result when the agent's precheck finds nothing to do, else None."""
-        return await _precheck(self.job, self.runtime, self.context)
+        """The job's result when the agent's precheck ends it without the model (nothing to
+        do, or the host did it all), else None; what it found for the model is kept in
+        :attr:`evidence`."""
+        verdict = await _precheck(self.job, self.runtime, self.context)
+        if isinstance(verdict, str):
+            self.evidence = verdict
+            return None
+        if verdict is not None and verdict.status != "skipped":
+            verdict.workspace_id = self.workspace_id
+            verdict.changed_files = sorted(self.store.changed_paths())
+        return verdict
 
     async def run(
         self,
@@ -114,6 +125,7 @@ class OpenJob:
             transcript_path=transcript_path,
             workspace_id=self.workspace_id,
             context=self.context,
+            evidence=self.evidence,
         )
 
 
@@ -154,27 +166,47 @@ def open_job(
                 manager.remove(workspace_id)
 
 
+HOST_STATUSES = ("success", "partial", "failed")
+"""What a precheck that did the whole job may report (``done``)."""
+
+
 async def _precheck(
     job: Job, runtime: ToolRuntime, context: CapabilityContext
-) -> AgentResult | None:
-    """A ``skipped`` result when the agent's precheck finds nothing to do, else None.
+) -> AgentResult | str | None:
+    """The agent's precheck, run on the host without the model.
 
-    The precheck's result is ``{"skip": bool, "reason": str}``; a precheck that errors does
-    not skip (the agent runs and finds out for itself). No model call is made.
+    Its result is a mapping: ``{"skip": true, "reason": ...}`` ends the job ``skipped``
+    (nothing to do); ``{"done": true, "status": "success" | "partial" | "failed",
+    "summary": ...}`` ends it with the host's own account (the host did every step, so no
+    model decision is left); ``{"evidence": "..."}`` is what the model decides on, shown to
+    it after the node context (returned as the string). A precheck that errors does not
+    skip: the agent runs and finds out for itself.
     """
     if job.agent.precheck is None:
         return None
     script = ScriptTool(name=f"{job.agent.name}.precheck", pym=job.agent.precheck)
     checked = await runtime.run(script, {}, context)
     verdict = checked.result if isinstance(checked.result, dict) else {}
-    if checked.outcome == "error" or not verdict.get("skip"):
+    if checked.outcome == "error":
         return None
-    return AgentResult(
-        status="skipped",
-        operation=job.key.operation,
-        node_id=job.key.node_id,
-        summary=str(verdict.get("reason") or checked.summary or "nothing to do"),
-    )
+    key = job.key
+    if verdict.get("skip"):
+        reason = str(verdict.get("reason") or checked.summary or "nothing to do")
+        return AgentResult(
+            status="skipped", operation=key.operation, node_id=key.node_id, summary=reason
+        )
+    status = verdict.get("status")
+    if verdict.get("done") and status in HOST_STATUSES:
+        details = verdict.get("details")
+        return AgentResult(
+            status=status,
+            operation=key.operation,
+            node_id=key.node_id,
+            summary=str(verdict.get("summary") or checked.summary),
+            details={"host_only": True, **(details if isinstance(details, dict) else {})},
+        )
+    evidence = verdict.get("evidence")
+    return evidence if isinstance(evidence, str) and evidence.strip() else None
 
 
 async def run_job(
@@ -189,10 +221,12 @@ async def run_job(
     transcript_path: Path | None = None,
     workspace_id: str | None = None,
     context: CapabilityContext | None = None,
+    evidence: str = "",
 ) -> AgentResult:
     """Run ``job`` to a structured AgentResult; never leaves the store half-used.
 
-    ``context`` is the job's (from :func:`open_job`); without one a fresh one is built."""
+    ``context`` is the job's (from :func:`open_job`); without one a fresh one is built.
+    ``evidence`` (what the precheck found) follows the node context in the first message."""
     emitter = emitter or NullEmitter()
     agent = job.agent
     key = job.key
@@ -216,7 +250,9 @@ async def run_job(
     count_tokens = getattr(model, "count_tokens", None)
     counter = count_tokens if callable(count_tokens) else None
     system_prompt = job.system_prompt or agent.initial_context.system_prompt
-    node_context, fitted = _node_context(job, system, system_prompt, tools, settings, counter)
+    node_context, fitted = _node_context(
+        job, system, system_prompt, tools, settings, counter, evidence
+    )
     adapter = str(agent.model) if agent.model is not None and config.model.use_adapters else None
     result = await run_agent(
         model=model,
@@ -251,15 +287,21 @@ def _node_context(
     tools: list[LoopTool],
     settings: LoopSettings,
     count_tokens: TokenCounter | None,
+    evidence: str = "",
 ) -> tuple[str, FittedText | None]:
-    """The first user message, with the node text fitted to its share of the prompt.
+    """The first user message, with the node text fitted to its share of the prompt and
+    the precheck's ``evidence`` after it.
 
     The share is :func:`~remora.orchestration.fit.node_budget` of the prompt budget after
-    the system prompt, the tool catalog (counted as the runner counts it) and the
-    template rendered without the node text.
+    the system prompt, the tool catalog (counted as the runner counts it), the evidence and
+    the template rendered without the node text.
     """
     count = count_tokens or estimate_tokens
-    render = job.agent.render_node_context
+    tail = f"\n\n{evidence.strip()}" if evidence.strip() else ""
+
+    def render(variables: dict[str, Any]) -> str:
+        return job.agent.render_node_context(variables) + tail
+
     if "node_text" not in job.agent.initial_context.node_context:
         return render(system), None  # the template does not show the node: nothing to fit
     catalog = json.dumps([tool.spec.model_dump() for tool in tools], ensure_ascii=False)

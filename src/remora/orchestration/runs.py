@@ -40,7 +40,7 @@ MANIFEST_VERSION = 1
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 ReviewState = Literal["none", "pending", "accepted", "rejected", "retry_requested"]
-JobStatus = Literal["queued", "running", "success", "failed", "skipped", "interrupted"]
+JobStatus = Literal["queued", "running", "success", "partial", "failed", "skipped", "interrupted"]
 RunStatus = Literal["running", "completed", "failed", "interrupted"]
 
 
@@ -100,7 +100,7 @@ class JobRecord(BaseModel):
     ) -> JobRecord:
         """A record for a finished job; successful jobs with changes await review."""
         reviewable = (
-            result.status == "success"
+            result.status in ("success", "partial")
             and result.workspace_id is not None
             and bool(result.changed_files)
         )
@@ -142,6 +142,7 @@ class RunSummary(BaseModel):
     status: RunStatus | Literal["unreadable"]
     jobs: int = 0
     succeeded: int = 0
+    partial: int = Field(default=0, description="Jobs that did part of their work.")
     failed: int = 0
     pending: int = 0
     accepted: int = 0
@@ -200,6 +201,7 @@ class RunManifest(BaseModel):
             status=self.status,
             jobs=len(self.jobs),
             succeeded=sum(job.status == "success" for job in self.jobs),
+            partial=sum(job.status == "partial" for job in self.jobs),
             failed=sum(job.status == "failed" for job in self.jobs),
             pending=reviews.count("pending"),
             accepted=reviews.count("accepted"),

@@ -178,7 +178,9 @@ async def _run_one(
                     cancel=cancel,
                     transcript_path=transcripts / key.transcript_name if transcripts else None,
                 )
-            opened.keep = outcome.status == "success" and bool(opened.store.changed_paths())
+            opened.keep = outcome.status in ("success", "partial") and bool(
+                opened.store.changed_paths()
+            )
             keep = opened.keep
     except RemoraError as exc:
         outcome, keep = _ended(key, "failed", exc.render()), False

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-AgentStatus = Literal["success", "failed", "skipped", "interrupted"]
+AgentStatus = Literal["success", "partial", "failed", "skipped", "interrupted"]
+"""``partial``: the job did part of what it set out to do (changes to review, work left)."""
 
 
 class TimelineEntry(BaseModel):

@@ -3,6 +3,11 @@
 Its agent (``agents/lint``), capabilities (:mod:`.capabilities`, with Remora's own
 rewrites), evaluation against ``ruff --fix`` (:mod:`.evaluation`), expert policy
 (:mod:`.expert`) and training material (:mod:`.corpus`) live here.
+
+The host takes every step (the agent's precheck applies every fix it can verify, runs the
+tests and states the result), so no model decision is left and nothing is traced for
+training: the expert and the planner stay for the step that will ask the model about the
+issues no tool can fix.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from remora.operations.base import Operation
-from remora.operations.lint import capabilities, corpus, evaluation
+from remora.operations.lint import capabilities, evaluation
 from remora.tools.capabilities import capabilities_of
 
 LINT = Operation(
@@ -18,7 +23,6 @@ LINT = Operation(
     agent_dirs=(Path(__file__).resolve().parent / "agents",),
     capabilities=capabilities_of(capabilities),
     evaluate=evaluation.evaluate,
-    plan_episodes=corpus.plan_episodes,
     summary="fix ruff-detectable issues with verified edits (vs ruff --fix)",
 )
 

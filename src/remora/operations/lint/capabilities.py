@@ -28,6 +28,7 @@ import re
 import tempfile
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +58,8 @@ from remora.tools.capabilities.values import as_int
 
 FixKind = Literal["ruff_safe", "ruff_unsafe", "rewrite", "manual"]
 FIXABLE: tuple[FixKind, ...] = ("ruff_safe", "rewrite", "ruff_unsafe")
+MAX_FIX_ROUNDS = 200
+"""At most this many fixes tried on one file by ``lint_fix_all``."""
 _LINE_NUMBER = re.compile(r"\bline \d+")
 _SUPPRESSION = re.compile(r"#\s*(noqa|ruff\s*:\s*noqa|type:\s*ignore)", re.IGNORECASE)
 
@@ -86,52 +89,119 @@ def lint_fix(ctx: CapabilityContext, path: str, code: str, line: int) -> dict[st
     rule = single_code(code)
     row = as_int(line, "line")
     with _Linter(ctx, relative) as linter:
-        raw = linter.raw(text)
-        issues = [linter.classify(text, item) for item in raw]
-        here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
-        asked = row
-        if not here:
-            # A small model often pairs a code with the line of a neighbouring issue; when
-            # the code is reported on one line only, that is the issue it means.
-            lines = {issue["line"] for issue in issues if issue["code"] == rule}
-            if len(lines) != 1:
-                raise _not_reported(rule, row, issues)
-            row = lines.pop()
-            here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
-        kind: FixKind = here[0]["fix"]
-        if kind == "manual":
-            raise ToolError(
-                "TOOL_303",
-                f"{rule} on line {row} has no fix Remora may apply: {here[0]['note']}",
-                "leave it for a person; fix another issue or submit",
-            )
-        if kind == "rewrite":
-            done = rewrite(text, rule, row)
-            new_text, description = done.text, done.description
-        else:
-            unsafe = kind == "ruff_unsafe"
-            items = [
-                item
-                for item in raw
-                if item.get("code") == rule
-                and item["location"]["row"] == row
-                and fix_allowed(item, unsafe)
-            ]
-            new_text, _ = apply_edits(text, items)
-            description = str(
-                (items[0].get("fix") or {}).get("message") or f"ruff's fix for {rule}"
-            )
-        remaining = _verified(linter, rule, row, text, new_text, raw)
-    write_text(ctx, relative, new_text, bom=bom)
-    report = _report(relative, remaining)
-    fixed = {"code": rule, "line": row, "fix": kind, "description": description}
-    if asked != row:
-        fixed["asked_line"] = asked
+        done = _fix(linter, text, rule, row)
+    write_text(ctx, relative, done.text, bom=bom)
+    report = _report(relative, done.remaining)
+    fixed = {"code": rule, "line": done.line, "fix": done.kind, "description": done.description}
+    if row != done.line:
+        fixed["asked_line"] = row
     return {
         "fixed": fixed,
-        "diff": bounded_diff(relative, text, new_text, context=1),
+        "diff": bounded_diff(relative, text, done.text, context=1),
         **report,
     }
+
+
+@capability
+def lint_fix_all(ctx: CapabilityContext, path: str) -> dict[str, Any]:
+    """Apply every fix Remora may apply, bottom-up, each verified as ``lint_fix`` verifies it.
+
+    The result has the fixes made (code, line, fix, description), those refused with the
+    reason, the issues that remain and the diff. Nothing is written when nothing was fixed.
+    """
+    relative, text, bom = read_python(ctx, path, "lint_fix_all")
+    fixed: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
+    tried: set[tuple[str, str]] = set()
+    current = text
+
+    def seen(issue: dict[str, Any]) -> tuple[str, str]:
+        """An issue by its code and its line's text: a fix above moves it, not this."""
+        lines = current.splitlines()
+        row = issue["line"]
+        return issue["code"], lines[row - 1].strip() if 0 < row <= len(lines) else ""
+
+    with _Linter(ctx, relative) as linter:
+        issues = linter.classified(current)
+        for _ in range(MAX_FIX_ROUNDS):
+            pending = [
+                issue for issue in issues if issue["fix"] != "manual" and seen(issue) not in tried
+            ]
+            if not pending:
+                break
+            issue = max(pending, key=lambda found: (found["line"], found["code"]))
+            tried.add(seen(issue))
+            try:
+                done = _fix(linter, current, issue["code"], issue["line"])
+            except ToolError as exc:
+                refused.append(
+                    {"code": issue["code"], "line": issue["line"], "reason": exc.message}
+                )
+                continue
+            current, issues = done.text, done.remaining
+            fixed.append(
+                {
+                    "code": issue["code"],
+                    "line": done.line,
+                    "fix": done.kind,
+                    "description": done.description,
+                }
+            )
+    if current != text:
+        write_text(ctx, relative, current, bom=bom)
+    return {
+        "fixed": fixed,
+        "refused": refused,
+        "diff": bounded_diff(relative, text, current, context=1),
+        **_report(relative, issues),
+    }
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    text: str
+    line: int
+    kind: FixKind
+    description: str
+    remaining: list[dict[str, Any]]
+
+
+def _fix(linter: _Linter, text: str, rule: str, row: int) -> _Fixed:
+    """``text`` with the issue ``rule`` on ``row`` fixed and verified (ToolError if not)."""
+    raw = linter.raw(text)
+    issues = [linter.classify(text, item) for item in raw]
+    here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
+    if not here:
+        # A small model often pairs a code with the line of a neighbouring issue; when
+        # the code is reported on one line only, that is the issue it means.
+        lines = {issue["line"] for issue in issues if issue["code"] == rule}
+        if len(lines) != 1:
+            raise _not_reported(rule, row, issues)
+        row = lines.pop()
+        here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
+    kind: FixKind = here[0]["fix"]
+    if kind == "manual":
+        raise ToolError(
+            "TOOL_303",
+            f"{rule} on line {row} has no fix Remora may apply: {here[0]['note']}",
+            "leave it for a person; fix another issue or submit",
+        )
+    if kind == "rewrite":
+        done = rewrite(text, rule, row)
+        new_text, description = done.text, done.description
+    else:
+        unsafe = kind == "ruff_unsafe"
+        items = [
+            item
+            for item in raw
+            if item.get("code") == rule
+            and item["location"]["row"] == row
+            and fix_allowed(item, unsafe)
+        ]
+        new_text, _ = apply_edits(text, items)
+        description = str((items[0].get("fix") or {}).get("message") or f"ruff's fix for {rule}")
+    remaining = _verified(linter, rule, row, text, new_text, raw)
+    return _Fixed(new_text, row, kind, description, remaining)
 
 
 @capability
@@ -170,6 +240,52 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
                 ctx.store.write(relative, edited)
     result["fixed"], result["left"] = _lint_outcome(ctx, relative, original, text)
     return result
+
+
+@capability
+def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
+    """The job's outcome, on the host's word: the tests that import the module run against
+    the edits (undone if they broke one), then status, summary and details say what was
+    fixed and what is left. ``partial`` when issues Remora may fix are left."""
+    checked = lint_verify(ctx, path)
+    left = checked["left"]
+    details: dict[str, Any] = {
+        "tests_run": len(checked["tests"]),
+        "issues_left": left["count"],
+        "fixable_left": left["fixable"],
+    }
+    if checked["failing_anyway"]:
+        details["tests_failing_without_the_fixes"] = checked["failing_anyway"]
+    if checked["reverted"]:
+        return {
+            "status": "failed",
+            "summary": "The fixes broke tests and were undone: " + ", ".join(checked["broken"][:5]),
+            "details": {**details, "broken_tests": checked["broken"]},
+        }
+    if checked["changed"]:
+        fixed = ", ".join(f"{code} x{count}" for code, count in checked["fixed"].items())
+        tested = ""
+        if checked["failing_anyway"]:
+            tested = "; some tests fail with or without the fixes"
+        elif checked["tests"]:
+            tested = f"; the tests that import it still pass ({len(checked['tests'])} file(s))"
+        manual = left["count"] - left["fixable"]
+        rest = [f"{left['fixable']} fixable left"] if left["fixable"] else []
+        rest += [f"{manual} for a person"] if manual else []
+        return {
+            "status": "partial" if left["fixable"] else "success",
+            "summary": f"Fixed {fixed or 'issues'}; "
+            + (", ".join(rest) if rest else "no issue left")
+            + tested,
+            "details": {**details, "fixed": checked["fixed"]},
+        }
+    if left["fixable"]:
+        return {
+            "status": "failed",
+            "summary": f"{left['fixable']} fixable issue(s) were left unfixed",
+            "details": details,
+        }
+    return {"status": "skipped", "summary": "nothing to fix", "details": details}
 
 
 def _lint_outcome(
