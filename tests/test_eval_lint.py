@@ -285,6 +285,7 @@ def test_remora_fixes_what_the_host_can_fix_without_the_model(
     assert figures.variant == "remora" and figures.error is None
     assert figures.jobs == 2 and figures.statuses == {"success": 2}
     assert figures.mean_turns == 0 and figures.call_validity is None  # no model call
+    assert figures.model_s == 0 and figures.model_share == 0.0
     assert figures.jobs_per_min is not None
     jobs = report.details["remora_jobs"]
     assert {job["file"] for job in jobs} == set(report.selection)

@@ -55,6 +55,8 @@ def test_all_four_operations_on_the_synthetic_package(tmp_path: Path) -> None:
         assert any(score.kind == "baseline" for score in item.scores)
         assert [score for score in item.scores if score.kind == "remora"]
         assert item.remora and all(figures.jobs >= 1 for figures in item.remora)
+        for figures in item.remora:
+            assert figures.model_share is not None and 0 <= figures.model_share <= 1
         assert progress.advanced(item.operation) > 0
     assert progress.advanced("setup") == 1
     saved = json.loads((out / "report.json").read_text(encoding="utf-8"))

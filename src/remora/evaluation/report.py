@@ -59,6 +59,10 @@ class RemoraFigures(BaseModel):
     valid_calls: int
     invalid_calls: int
     call_validity: float | None
+    model_s: float = Field(default=0.0, description="Seconds the jobs spent waiting on the model.")
+    model_share: float | None = Field(
+        default=None, description="model_s over the jobs' own wall time (None without jobs)."
+    )
     error: str | None = None
 
 
@@ -124,7 +128,15 @@ def operation_rows(report: OperationReport) -> tuple[list[str], list[list[str]]]
     return headers, rows
 
 
-REMORA_HEADERS = ["Remora run", "jobs", "statuses", "jobs/min", "mean turns", "call validity"]
+REMORA_HEADERS = [
+    "Remora run",
+    "jobs",
+    "statuses",
+    "jobs/min",
+    "mean turns",
+    "call validity",
+    "model time",
+]
 
 
 def remora_rows(report: OperationReport) -> list[list[str]]:
@@ -137,6 +149,7 @@ def remora_rows(report: OperationReport) -> list[list[str]]:
             format_value(figures.jobs_per_min, "number"),
             format_value(figures.mean_turns, "number"),
             format_value(figures.call_validity, "rate"),
+            format_value(figures.model_share, "rate"),
         ]
         for figures in report.remora
     ]

@@ -76,6 +76,8 @@ class RemoraRun:
         telemetry = [job.telemetry for job in jobs]
         valid = sum(sum(t.tool_calls.values()) + t.repeats for t in telemetry)
         invalid = sum(t.invalid_calls for t in telemetry)
+        model_s = sum(sum(t.model_latency_s) for t in telemetry)
+        own_s = sum(t.wall_time_s for t in telemetry)
         return RemoraFigures(
             variant=variant,
             jobs=len(jobs),
@@ -86,6 +88,8 @@ class RemoraRun:
             valid_calls=valid,
             invalid_calls=invalid,
             call_validity=valid / (valid + invalid) if valid + invalid else None,
+            model_s=model_s,
+            model_share=min(model_s / own_s, 1.0) if own_s > 0 else (0.0 if jobs else None),
             error=self.error,
         )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,15 +92,21 @@ class OpenJob:
     keep: bool = False
     evidence: str = ""
     """What the precheck found for the model to decide on (shown after the node context)."""
+    precheck_s: float = 0.0
+    """Seconds the precheck took; a result's ``wall_time_s`` includes them."""
 
     async def precheck(self) -> AgentResult | None:
         """The job's result when the agent's precheck ends it without the model (nothing to
         do, or the host did it all), else None; what it found for the model is kept in
         :attr:`evidence`."""
+        started = time.monotonic()
         verdict = await _precheck(self.job, self.runtime, self.context)
+        self.precheck_s = time.monotonic() - started
         if isinstance(verdict, str):
             self.evidence = verdict
             return None
+        if verdict is not None:
+            verdict.telemetry.wall_time_s = self.precheck_s
         if verdict is not None and verdict.status != "skipped":
             verdict.workspace_id = self.workspace_id
             verdict.changed_files = sorted(self.store.changed_paths())
@@ -114,7 +121,7 @@ class OpenJob:
         transcript_path: Path | None = None,
     ) -> AgentResult:
         """The agent's loop on the job, with ``model`` choosing the calls."""
-        return await run_job(
+        result = await run_job(
             self.job,
             model=model,
             runtime=self.runtime,
@@ -127,6 +134,8 @@ class OpenJob:
             context=self.context,
             evidence=self.evidence,
         )
+        result.telemetry.wall_time_s += self.precheck_s
+        return result
 
 
 @contextlib.contextmanager
