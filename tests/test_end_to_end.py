@@ -65,13 +65,12 @@ def test_lint_agent_on_the_embedded_model(
     project = write_tree(tmp_path / "proj", {"tool.py": LINT_MODULE})
     monkeypatch.chdir(project)
     [job] = _analyze(project, "lint", capsys)["jobs"]
-    assert job["status"] in ("success", "failed"), _story(job)
-    assert job["telemetry"]["turns"] >= 1
+    assert job["status"] == "success", _story(job)
+    assert job["telemetry"]["turns"] == 0 and job["details"]["host_only"]  # no model decision
     text = (project / "tool.py").read_text()
-    ast.parse(text)  # whatever was accepted still parses
-    after = lint_issues(capability_context(project), "tool.py")
-    assert after["count"] <= 1 and "noqa" not in text
-    assert (job["status"] == "success") == (after["count"] == 0)
+    ast.parse(text)
+    assert lint_issues(capability_context(project), "tool.py")["count"] == 0
+    assert "noqa" not in text and "import os" not in text
 
 
 @pytest.mark.model
