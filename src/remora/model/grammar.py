@@ -3,12 +3,12 @@
 With the grammar applied, llama.cpp cannot sample an invalid call: the tool name is one
 of the tools allowed this turn, the keys are that tool's own (sorted the way the
 renderer sorts them, optional ones omittable, required ones present), strings are
-``<escape>``-wrapped with a length cap and cannot contain ``<escape>`` or any other
-control sequence of the format (call, response, declaration and turn tags), integers,
-numbers, booleans, enums, consts, unions and nested objects/arrays follow the JSON
-schema, and the ``choices`` the last tool results reported replace the schema of the
-arguments they name. Not enforced (the runner's validator still checks them):
-``pattern``/``format``, and integer bounds other than small ranges and minimum 0 or 1.
+``<escape>``-wrapped with a length cap and cannot contain ``<escape>`` or the call and
+response tags parsers split on, integers, numbers, booleans, enums, consts, unions
+and nested objects/arrays follow the JSON schema, and the ``choices`` the last tool
+results reported replace the schema of the arguments they name. Not enforced (the
+runner's validator still checks them): ``pattern``/``format``, and integer bounds other
+than small ranges and minimum 0 or 1.
 
 The grammar is built as a small expression tree first, so the same tree renders GBNF
 for llama.cpp (with repetitions rewritten to stay under llama.cpp's parser limits) and
@@ -27,13 +27,8 @@ from typing import Any
 from remora.model.base import ToolSpec
 from remora.model.functiongemma import (
     END_CALL,
-    END_DECLARATION,
-    END_OF_TURN,
-    END_RESPONSE,
     ESCAPE,
     START_CALL,
-    START_DECLARATION,
-    START_OF_TURN,
     START_RESPONSE,
     format_argument,
 )
@@ -351,19 +346,8 @@ def avoiding(patterns: Sequence[str]) -> Node:
     return Alt(tuple(options))
 
 
-STRING_FORBIDDEN = (
-    ESCAPE,
-    START_CALL,
-    END_CALL,
-    START_RESPONSE,
-    END_RESPONSE,
-    START_DECLARATION,
-    END_DECLARATION,
-    START_OF_TURN,
-    END_OF_TURN,
-)
-"""What string content may not contain: its delimiter and every control sequence of the
-format (a model that writes ``<end_function_call>`` inside an argument is not answering)."""
+STRING_FORBIDDEN = (ESCAPE, START_CALL, START_RESPONSE)
+"""What string content may not contain: its delimiter and the tags parsers split on."""
 
 
 class _Builder:
