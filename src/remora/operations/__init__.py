@@ -21,13 +21,16 @@ import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from remora.config import OperationConfig, RemoraConfig
 from remora.definitions import BUNDLED_AGENTS_DIR, AgentLibrary, SubagentDefinition
 from remora.errors import AgentDefinitionError
-from remora.operations.base import Evaluator, Operation
+from remora.operations.base import Operation
 from remora.tools.capabilities import TOOLKIT, Capability, merge_capabilities
+
+if TYPE_CHECKING:
+    from remora.evaluation.context import Evaluator
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -25,19 +25,20 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from remora import pyast
-from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode, discover
-from remora.evaluation.context import Evaluator
-from remora.operations.experts import Expert
 from remora.tools.capabilities import Capability
+
+if TYPE_CHECKING:  # annotations only: the registry loads without the eval framework
+    from remora.definitions import SubagentDefinition
+    from remora.evaluation.context import Evaluator
+    from remora.operations.experts import Expert
 
 __all__ = [
     "CorpusFile",
     "EpisodePlanner",
-    "Evaluator",
     "Operation",
     "PlannedEpisode",
     "digest",

@@ -11,10 +11,30 @@ Hypothesis (:mod:`.evaluation`), expert policies (:mod:`.expert`) and training m
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from remora.operations.base import Operation
-from remora.operations.characterize import characterization, corpus, evaluation, fixtures, inputs
+from remora.operations.characterize import characterization, corpus, fixtures, inputs
 from remora.tools.capabilities import capabilities_of
+
+if TYPE_CHECKING:
+    from remora.evaluation import EvalContext, OperationReport
+
+
+def _evaluate_test(context: EvalContext) -> OperationReport:
+    """The test evaluation, imported when ``remora eval`` runs it: loading the registry
+    (every command does) need not load the evaluation framework."""
+    from remora.operations.characterize.evaluation import evaluate_test
+
+    return evaluate_test(context)
+
+
+def _evaluate_sample_data(context: EvalContext) -> OperationReport:
+    """The sample_data evaluation, imported when ``remora eval`` runs it."""
+    from remora.operations.characterize.evaluation import evaluate_sample_data
+
+    return evaluate_sample_data(context)
+
 
 _AGENTS = (Path(__file__).resolve().parent / "agents",)
 _CAPABILITIES = capabilities_of(characterization, fixtures, inputs)
@@ -24,7 +44,7 @@ TEST = Operation(
     agent_dirs=_AGENTS,
     capabilities=_CAPABILITIES,
     options={"model_inputs": True, "write_test_file": False},
-    evaluate=evaluation.evaluate_test,
+    evaluate=_evaluate_test,
     plan_episodes=corpus.plan_episodes,
     summary="characterization tests that pin observed behaviour (vs hypothesis write)",
 )
@@ -33,7 +53,7 @@ SAMPLE_DATA = Operation(
     agent_dirs=_AGENTS,
     capabilities=_CAPABILITIES,
     options={"model_inputs": True, "format": "json"},
-    evaluate=evaluation.evaluate_sample_data,
+    evaluate=_evaluate_sample_data,
     plan_episodes=corpus.plan_episodes,
     summary="fixtures a function accepts (vs st.builds/st.from_type)",
 )

@@ -8,17 +8,30 @@ expert policy (:mod:`.expert`) and training material (:mod:`.corpus`) live here.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from remora.operations.base import Operation
-from remora.operations.docstring import check, corpus, docstrings, evaluation
+from remora.operations.docstring import check, corpus, docstrings
 from remora.tools.capabilities import capabilities_of
+
+if TYPE_CHECKING:
+    from remora.evaluation import EvalContext, OperationReport
+
+
+def _evaluate(context: EvalContext) -> OperationReport:
+    """:func:`.evaluation.evaluate`, imported when ``remora eval`` runs it: loading the
+    registry (every command does) need not load the evaluation framework."""
+    from remora.operations.docstring.evaluation import evaluate
+
+    return evaluate(context)
+
 
 DOCSTRING = Operation(
     name="docstring",
     agent_dirs=(Path(__file__).resolve().parent / "agents",),
     capabilities=capabilities_of(docstrings, check),
     options={"style": "google"},
-    evaluate=evaluation.evaluate,
+    evaluate=_evaluate,
     plan_episodes=corpus.plan_episodes,
     summary="write docstrings checked by pydoclint and ruff (vs the original docstrings)",
 )

@@ -13,16 +13,29 @@ issues no tool can fix.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from remora.operations.base import Operation
-from remora.operations.lint import capabilities, evaluation
+from remora.operations.lint import capabilities
 from remora.tools.capabilities import capabilities_of
+
+if TYPE_CHECKING:
+    from remora.evaluation import EvalContext, OperationReport
+
+
+def _evaluate(context: EvalContext) -> OperationReport:
+    """:func:`.evaluation.evaluate`, imported when ``remora eval`` runs it: loading the
+    registry (every command does) need not load the evaluation framework."""
+    from remora.operations.lint.evaluation import evaluate
+
+    return evaluate(context)
+
 
 LINT = Operation(
     name="lint",
     agent_dirs=(Path(__file__).resolve().parent / "agents",),
     capabilities=capabilities_of(capabilities),
-    evaluate=evaluation.evaluate,
+    evaluate=_evaluate,
     summary="fix ruff-detectable issues with verified edits (vs ruff --fix)",
 )
 
