@@ -115,30 +115,33 @@ def lint_fix_all(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     tried: set[tuple[str, str]] = set()
     current = text
 
-    def seen(issue: dict[str, Any]) -> tuple[str, str]:
+    def key(issue: dict[str, Any], lines: list[str]) -> tuple[str, str]:
         """An issue by its code and its line's text: a fix above moves it, not this."""
-        lines = current.splitlines()
         row = issue["line"]
         return issue["code"], lines[row - 1].strip() if 0 < row <= len(lines) else ""
 
     with _Linter(ctx, relative) as linter:
-        issues = linter.classified(current)
+        raw = linter.raw(current)
+        issues = [linter.classify(current, item) for item in raw]
         for _ in range(MAX_FIX_ROUNDS):
+            lines = current.splitlines()
             pending = [
-                issue for issue in issues if issue["fix"] != "manual" and seen(issue) not in tried
+                issue
+                for issue in issues
+                if issue["fix"] != "manual" and key(issue, lines) not in tried
             ]
             if not pending:
                 break
             issue = max(pending, key=lambda found: (found["line"], found["code"]))
-            tried.add(seen(issue))
+            tried.add(key(issue, lines))
             try:
-                done = _fix(linter, current, issue["code"], issue["line"])
+                done = _fix(linter, current, issue["code"], issue["line"], (raw, issues))
             except ToolError as exc:
                 refused.append(
                     {"code": issue["code"], "line": issue["line"], "reason": exc.message}
                 )
                 continue
-            current, issues = done.text, done.remaining
+            current, raw, issues = done.text, done.raw, done.remaining
             fixed.append(
                 {
                     "code": issue["code"],
@@ -163,13 +166,27 @@ class _Fixed:
     line: int
     kind: FixKind
     description: str
+    raw: list[dict[str, Any]]
+    """ruff's diagnostics of ``text``, and :attr:`remaining` classified from them."""
     remaining: list[dict[str, Any]]
 
 
-def _fix(linter: _Linter, text: str, rule: str, row: int) -> _Fixed:
-    """``text`` with the issue ``rule`` on ``row`` fixed and verified (ToolError if not)."""
-    raw = linter.raw(text)
-    issues = [linter.classify(text, item) for item in raw]
+def _fix(
+    linter: _Linter,
+    text: str,
+    rule: str,
+    row: int,
+    linted: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+) -> _Fixed:
+    """``text`` with the issue ``rule`` on ``row`` fixed and verified (ToolError if not).
+
+    ``linted`` is ruff's diagnostics of ``text`` and their classification when the caller
+    has them (the previous fix's result), so ``text`` is not linted twice."""
+    if linted is None:
+        raw = linter.raw(text)
+        issues = [linter.classify(text, item) for item in raw]
+    else:
+        raw, issues = linted
     here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
     if not here:
         # A small model often pairs a code with the line of a neighbouring issue; when
@@ -200,8 +217,9 @@ def _fix(linter: _Linter, text: str, rule: str, row: int) -> _Fixed:
         ]
         new_text, _ = apply_edits(text, items)
         description = str((items[0].get("fix") or {}).get("message") or f"ruff's fix for {rule}")
-    remaining = _verified(linter, rule, row, text, new_text, raw)
-    return _Fixed(new_text, row, kind, description, remaining)
+    raw_after = _verified(linter, rule, row, text, new_text, raw)
+    remaining = [linter.classify(new_text, item) for item in raw_after]
+    return _Fixed(new_text, row, kind, description, raw_after, remaining)
 
 
 @capability
@@ -371,7 +389,7 @@ def _verified(
     after: str,
     raw_before: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """The classified issues of ``after``, once it is shown to be a clean fix (else raise)."""
+    """ruff's diagnostics of ``after``, once it is shown to be a clean fix (else raise)."""
     where = f"{rule} on line {row}"
     if after == before:
         raise ToolError("TOOL_303", f"the fix for {where} changed nothing", "fix another issue")
@@ -403,7 +421,7 @@ def _verified(
             f"the fix for {where} did not remove it; nothing was written",
             "fix another issue or submit",
         )
-    return [linter.classify(after, item) for item in raw_after]
+    return raw_after
 
 
 def _identity(item: dict[str, Any]) -> tuple[str, str]:
