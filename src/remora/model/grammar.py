@@ -3,12 +3,12 @@
 With the grammar applied, llama.cpp cannot sample an invalid call: the tool name is one
 of the tools allowed this turn, the keys are that tool's own (sorted the way the
 renderer sorts them, optional ones omittable, required ones present), strings are
-``<escape>``-wrapped with a length cap and cannot contain ``<escape>`` or the call and
-response tags parsers split on, integers, numbers, booleans, enums, consts, unions
-and nested objects/arrays follow the JSON schema, and the ``choices`` the last tool
-results reported replace the schema of the arguments they name. Not enforced (the
-runner's validator still checks them): ``pattern``/``format``, and integer bounds other
-than small ranges and minimum 0 or 1.
+``<escape>``-wrapped with a length cap and cannot contain ``<escape>`` or any control
+tag of the format (every one starts ``<start_`` or ``<end_``), integers, numbers,
+booleans, enums, consts, unions and nested objects/arrays follow the JSON schema, and
+the ``choices`` the last tool results reported replace the schema of the arguments they
+name. Not enforced (the runner's validator still checks them): ``pattern``/``format``,
+and integer bounds other than small ranges and minimum 0 or 1.
 
 The grammar is built as a small expression tree first, so the same tree renders GBNF
 for llama.cpp (with repetitions rewritten to stay under llama.cpp's parser limits) and
@@ -29,7 +29,6 @@ from remora.model.functiongemma import (
     END_CALL,
     ESCAPE,
     START_CALL,
-    START_RESPONSE,
     format_argument,
 )
 
@@ -346,8 +345,10 @@ def avoiding(patterns: Sequence[str]) -> Node:
     return Alt(tuple(options))
 
 
-STRING_FORBIDDEN = (ESCAPE, START_CALL, START_RESPONSE)
-"""What string content may not contain: its delimiter and the tags parsers split on."""
+STRING_FORBIDDEN = (ESCAPE, "<start_", "<end_")
+"""What string content may not contain: its delimiter and the start of every control tag of
+the format (call, response, declaration, turn), so a model cannot close a call or open a
+response inside an argument. Short stems keep the rule to a dozen alternatives."""
 
 
 class _Builder:
