@@ -868,3 +868,59 @@ def test_scripted_tools_record_calls_and_refuse_unknown_tools() -> None:
     assert known.summary == "a"
     assert unknown.outcome == "error"
     assert tools.calls == [("a", {"x": 1}), ("b", {})]
+
+
+def test_host_steps_run_without_a_model_turn_and_the_host_submits() -> None:
+    """A result that leaves one next tool, declared a host step, is called by the host; a
+    result that leaves a choice goes back to the model."""
+    workspace = Workspace()
+
+    def apply_fix(arguments: dict[str, Any]) -> ToolResult:
+        workspace.changed.append("src/app.py")
+        left = arguments["line"] == 1
+        return ToolResult(
+            outcome="success",
+            summary="fixed",
+            next_tools=["apply_fix", "submit_result"] if left else ["run_linter"],
+        )
+
+    invoker = make_tools(
+        workspace,
+        apply_fix=apply_fix,
+        run_linter=ToolResult(outcome="success", summary="clean", next_tools=["submit_result"]),
+        submit_result=ToolResult(
+            outcome="success", summary="done", result={"status": "success", "summary": "host"}
+        ),
+    )
+    host_tools = [
+        READ_FILE,
+        LoopTool(RUN_LINTER.spec, "read", host_step=True),
+        APPLY_FIX,
+        LoopTool(spec("submit_result", {"summary": {"type": "string"}}), "terminal", True),
+    ]
+    outcome = run(
+        [call("apply_fix", code="F401", line=1), call("apply_fix", code="E501", line=2)],
+        tools=host_tools,
+        invoker=invoker,
+        workspace=workspace,
+    )
+    assert outcome.tools.names() == ["apply_fix", "apply_fix", "run_linter", "submit_result"]
+    assert outcome.tools.calls[-1] == ("submit_result", {})
+    assert len(outcome.model.requests) == 2
+    result = outcome.result
+    assert (result.status, result.summary) == ("success", "host")
+    assert result.telemetry.turns == 2
+    assert result.telemetry.host_steps == 2
+    second = outcome.model.requests[1]
+    assert second.allowed_tools == ["apply_fix", "submit_result"]
+
+
+def test_a_tool_left_as_the_only_next_step_is_not_called_unless_it_is_a_host_step() -> None:
+    invoker = make_tools(
+        Workspace(),
+        run_linter=ToolResult(outcome="success", summary="clean", next_tools=["submit_result"]),
+    )
+    outcome = run([call("run_linter"), SUBMIT_OK], invoker=invoker)
+    assert outcome.tools.names() == ["run_linter", "submit_result"]
+    assert len(outcome.model.requests) == 2
+    assert outcome.result.telemetry.host_steps == 0

@@ -37,6 +37,8 @@ Error codes (``AgentDefinitionError``):
 - AGENT_014 the expectation names an unknown tool or input, leaves out a required input,
   does not end with submit_result, or holds a template that does not compile or uses an
   unknown variable
+- AGENT_016 a host step (``step: host``) has a required model-facing input: the host
+  calls it without arguments
 """
 
 from __future__ import annotations
@@ -129,6 +131,7 @@ class _RawTool(_Raw):
     inputs_override: dict[str, Any] = Field(default_factory=dict)
     context_providers: list[str] = Field(default_factory=list)
     when_option: str | None = Field(default=None, pattern=_IDENTIFIER)
+    step: Literal["model", "host"] = "model"
 
 
 class InitialContext(_Raw):
@@ -224,6 +227,10 @@ class ToolDefinition(ScriptTool):
     description: str = ""
     effect: Effect
     when_option: str | None = None
+    host_step: bool = Field(
+        default=False,
+        description="Called by the host whenever a result names it as the only next tool.",
+    )
 
     def offered(self, options: Mapping[str, Any]) -> bool:
         """Whether the model is offered this tool under the operation's ``options``."""
@@ -771,6 +778,14 @@ class _Validator:
                     f"{where}.inputs_override: {text}",
                     "override only the model-facing inputs the script declares",
                 )
+        required = [decl.name for decl in script.model_inputs if decl.required] if script else []
+        if raw.step == "host" and required:
+            self.problem(
+                "AGENT_016",
+                f"{where}: a host step is called without arguments, but it requires "
+                f"{', '.join(required)}",
+                "give those inputs defaults or make it a model step (step: model)",
+            )
         for number, provider in enumerate(providers):
             provider_script = self._script(f"{where}.context_providers[{number}]", provider)
             if provider_script is None:
@@ -793,6 +808,7 @@ class _Validator:
             inputs_override=raw.inputs_override,
             context_providers=providers,
             when_option=raw.when_option,
+            host_step=raw.step == "host",
         )
 
     def _script(self, where: str, path: Path) -> PymScript | None:

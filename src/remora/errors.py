@@ -68,7 +68,8 @@ class AgentDefinitionError(RemoraError):
     AGENT_013 a precheck script declares inputs only the model could fill; AGENT_014 the
     harness expectation names an unknown tool or input, or does not end in submit_result;
     AGENT_015 an installed operation (a ``remora.operations`` entry point) cannot be loaded,
-    is not an Operation, or defines a capability another operation defines differently.
+    is not an Operation, or defines a capability another operation defines differently;
+    AGENT_016 a host step (``step: host``) requires a model-facing input.
     """
 
     prefix = "AGENT"

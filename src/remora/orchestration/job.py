@@ -242,7 +242,7 @@ async def run_job(
     context = context or job.context(store, config, workspace_id)
     system = dict(context.system)
     tools = [
-        LoopTool(spec=tool.spec(), effect=tool.effect)
+        LoopTool(spec=tool.spec(), effect=tool.effect, host_step=tool.host_step)
         for tool in agent.tools
         if tool.offered(job.options)
     ]

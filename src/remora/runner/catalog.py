@@ -20,10 +20,15 @@ from remora.tools.result import ToolResult
 
 @dataclass(frozen=True)
 class LoopTool:
-    """A tool as the loop needs it: the model-facing spec and its effect."""
+    """A tool as the loop needs it: the model-facing spec and its effect.
+
+    A ``host_step`` is a call that follows from the state: when a result names it as the
+    only next tool, the loop calls it itself, without arguments and without a model turn.
+    """
 
     spec: ToolSpec
     effect: Effect
+    host_step: bool = False
 
     @property
     def name(self) -> str:
@@ -71,6 +76,7 @@ class ToolCatalog:
         self._effects = effects
         self.write_names = tuple(name for name, effect in effects.items() if effect == "write")
         self.progress_names = (*self.write_names, SUBMIT_TOOL)
+        self.host_steps = frozenset(tool.name for tool in tools if tool.host_step)
 
     def effect(self, name: str) -> Effect:
         return self._effects[name]

@@ -229,8 +229,34 @@ class AgentLoop:
                 return self._interrupted(self._stop_reason() or CANCELLED)
             self._record_model(turn, response, time.perf_counter() - started)
             finished = await self._handle(turn, narrowed, response)
+            if finished is None:
+                finished = await self._host_steps(turn)
             if finished is not None:
                 return finished
+
+    async def _host_steps(self, turn: int) -> AgentResult | None:
+        """Take the steps whose call follows from the state: while the last result names a
+        single next tool and the agent declares it a host step, the host calls it (no
+        arguments, no model turn) and the model sees the call and its result as context."""
+        for step in range(len(self.catalog.host_steps) + 1):
+            tools = self.next_tools
+            if tools is None or len(tools) != 1 or tools[0] not in self.catalog.host_steps:
+                return None
+            stop = self._stop_reason()
+            if stop is not None:
+                return self._interrupted(stop)
+            call = ToolCall(id=f"host_{turn}_{step}", name=tools[0], arguments={})
+            effect = self.catalog.effect(call.name)
+            self.history.start_turn(Message(role="assistant", content="", tool_calls=[call]))
+            result = await self._execute(turn, call, effect)
+            self.telemetry.host_steps += 1
+            self.guards.remember(call_signature(call.name, {}), effect, result)
+            self.history.add_tool_result(call.name, call.id, result)
+            if call.name == SUBMIT_TOOL and result.outcome != "error":
+                return self._submitted({}, result, [])
+            self.choices = result.choices or self.choices
+            self.next_tools = result.next_tools
+        return None
 
     def _fitted(self, request: ModelRequest) -> ModelRequest:
         """The request within the prompt budget as the backend renders it, when the backend

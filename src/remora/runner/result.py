@@ -35,6 +35,9 @@ class AgentTelemetry(BaseModel):
     repeats: int = 0
     stall_triggers: dict[str, int] = Field(default_factory=dict)
     requeries: int = 0
+    host_steps: int = Field(
+        default=0, description="Tool calls the host made itself, as the agent's host steps."
+    )
     context_trims: int = Field(
         default=0, description="History messages summarized or dropped to fit the context."
     )
