@@ -38,10 +38,10 @@ def _helper(x):
 '''
 GOOD = "Return the price after taking off a percentage discount."
 IDEAL = [
-    call("read_signature"),
     call("write_docstring", summary=GOOD),
-    call("check_docstring"),
-    call("submit_result", summary="Wrote the docstring."),
+    call("describe", item="price_cents", text="Price before the discount, in cents."),
+    call("describe", item="percent", text="Share of the price taken off, from 0 to 100."),
+    call("describe", item="return", text="Discounted price in whole cents, rounded down."),
 ]
 
 
@@ -57,17 +57,40 @@ def _docstring(text: str, name: str) -> str | None:
 
 
 def test_the_ideal_sequence_writes_a_clean_docstring(project: Path) -> None:
+    """The model writes the summary and each description it is asked for; the host builds
+    the sections, checks, and submits once nothing is left."""
     outcome = run_operation(project, "docstring", "prices.py", IDEAL, qualname="apply_discount")
     assert outcome.result.status == "success", outcome.result
     assert outcome.result.details["problems"] == []
     assert outcome.result.summary == f"Docstring of apply_discount: {GOOD}"
+    assert outcome.model_calls == 4
+    assert outcome.result.telemetry.host_steps == 1
     written = _docstring(outcome.changed["prices.py"], "apply_discount")
-    assert written is not None
-    assert written.startswith(GOOD)
-    assert "Args:\n    price_cents:" in written
-    assert "Raises:\n    ValueError: Percent must be between 0 and 100." in written
-    assert "Returns:" in written
+    assert written == (
+        f"{GOOD}\n\n"
+        "Args:\n"
+        "    price_cents: Price before the discount, in cents.\n"
+        "    percent: Share of the price taken off, from 0 to 100.\n\n"
+        "Returns:\n"
+        "    Discounted price in whole cents, rounded down.\n\n"
+        "Raises:\n"
+        "    ValueError: Percent must be between 0 and 100."
+    )
     assert outcome.tools.errors == 0
+
+
+def test_the_model_sees_the_evidence_and_is_asked_one_item_at_a_time(project: Path) -> None:
+    (project / "test_prices.py").write_text(
+        "from prices import apply_discount\n\n\ndef test_half():\n"
+        "    assert apply_discount(1000, 50) == 500\n"
+    )
+    outcome = run_operation(project, "docstring", "prices.py", IDEAL, qualname="apply_discount")
+    first = outcome.requests[0].messages[1].content
+    assert "Describe: price_cents, percent, the return value" in first
+    assert 'Raises ValueError with the message "percent must be between 0 and 100"' in first
+    assert "test_prices.py:5: assert apply_discount(1000, 50) == 500" in first
+    asked = [request.choices for request in outcome.requests[1:]]
+    assert asked == [{"item": ["price_cents"]}, {"item": ["percent"]}, {"item": ["return"]}]
 
 
 def test_numpy_style_comes_from_the_options(project: Path) -> None:
@@ -84,30 +107,67 @@ def test_numpy_style_comes_from_the_options(project: Path) -> None:
     assert "Parameters\n----------" in written
 
 
+def test_filler_is_refused_and_left_for_the_person(project: Path) -> None:
+    """No filler: a description that only restates the name is not written, the item is
+    not asked again, and the job is partial, naming what is left."""
+    script = [
+        IDEAL[0],
+        call("describe", item="price_cents", text="The price cents."),
+        IDEAL[2],
+        call("describe", item="return", text="The result."),
+    ]
+    outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
+    assert outcome.result.status == "partial", outcome.result
+    assert "Left for you: describe price_cents, the return value" in outcome.result.summary
+    assert outcome.result.details["undescribed"] == ["price_cents", "return"]
+    written = _docstring(outcome.changed["prices.py"], "apply_discount") or ""
+    assert "price cents" not in written.lower() and "The result" not in written
+    assert "percent: Share of the price taken off, from 0 to 100." in written
+    assert "Not written (only restates the name)" in outcome.tool_summaries[1]
+
+
 def test_a_summary_that_repeats_the_name_is_refused(project: Path) -> None:
-    script = [IDEAL[0], call("write_docstring", summary="Apply discount."), *IDEAL[1:]]
+    script = [call("write_docstring", summary="Apply discount."), *IDEAL]
     outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
     assert outcome.result.status == "success"
     assert outcome.tools.errors == 1
-    assert "only repeats the name `apply_discount`" in outcome.tool_summaries[1]
+    assert "only repeats the name `apply_discount`" in outcome.tool_summaries[0]
     assert (_docstring(outcome.changed["prices.py"], "apply_discount") or "").startswith(GOOD)
 
 
 def test_an_invalid_argument_is_refused_before_any_tool_runs(project: Path) -> None:
-    script = [IDEAL[0], call("write_docstring", text=GOOD), *IDEAL[1:]]
+    script = [call("write_docstring", text=GOOD), *IDEAL]
     outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
     assert outcome.result.status == "success"
     assert outcome.result.telemetry.invalid_calls == 1
-    assert "missing required argument 'summary'" in outcome.tool_summaries[1]
+    assert "missing required argument 'summary'" in outcome.tool_summaries[0]
 
 
 def test_when_no_summary_is_usable_the_job_fails_and_changes_nothing(project: Path) -> None:
     copied = call("write_docstring", summary="def apply_discount(price_cents, percent):")
-    script = [IDEAL[0], copied, call("submit_result", summary="done")]
+    script = [copied, call("submit_result", summary="done")]
     outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
     assert outcome.result.status == "failed"
-    assert "no summary the model proposed was usable" in (outcome.result.error or "")
+    assert "no usable summary" in (outcome.result.error or "")
     assert outcome.changed == {}
+
+
+def test_without_the_model_the_host_writes_what_it_can(project: Path) -> None:
+    outcome = run_operation(
+        project,
+        "docstring",
+        "prices.py",
+        [],
+        qualname="apply_discount",
+        options={"use_model": False},
+    )
+    assert outcome.model_calls == 0
+    assert outcome.result.status == "partial"
+    assert "made from the name" in outcome.result.summary
+    written = _docstring(outcome.changed["prices.py"], "apply_discount") or ""
+    assert written == (
+        "Apply discount.\n\nRaises:\n    ValueError: Percent must be between 0 and 100."
+    )
 
 
 def test_clean_and_private_nodes_are_skipped_without_the_model(project: Path) -> None:
@@ -128,12 +188,7 @@ def test_test_code_is_skipped_unless_asked(tmp_path: Path) -> None:
         project,
         "docstring",
         "tests/test_total.py",
-        [
-            call("read_signature"),
-            call("write_docstring", summary="Check that sum adds one."),
-            call("check_docstring"),
-            call("submit_result", summary="done"),
-        ],
+        [call("write_docstring", summary="Check that sum adds one.")],
         options={"include_tests": True},
     )
     assert asked.result.status == "success", asked.result

@@ -120,9 +120,35 @@ def test_a_file_with_thousands_of_findings_is_checked(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("style", ["google", "numpy", "sphinx"])
 def test_what_docstring_set_writes_is_clean(ctx: CapabilityContext, style: str) -> None:
-    docstring_set(ctx, "mod.py", "bare", "Return x unless it is truthy.", style=style)
+    written = docstring_set(
+        ctx,
+        "mod.py",
+        "bare",
+        "Return x unless it is truthy.",
+        style=style,
+        params={"x": "the value to pass through; any falsy value"},
+        returns="x itself, always falsy",
+        raises={"ValueError": "if x is truthy"},
+    )
+    assert written["undescribed"] == []
+    assert written["style"] == style and written["action"] == "inserted"
+    for text in ("The value to pass through", "X itself, always falsy", "If x is truthy"):
+        assert text in written["docstring"]
     report = docstring_check(ctx, "mod.py", "bare", style=style)
     assert report["clean"] is True, report["problems"]
+
+
+def test_what_docstring_set_leaves_undescribed_is_reported(ctx: CapabilityContext) -> None:
+    """Left out, not filled in: the checkers see the gap that ``undescribed`` lists."""
+    written = docstring_set(ctx, "mod.py", "bare", "Return x unless it is truthy.")
+    assert written["undescribed"] == ["x", "return"]
+    assert written["docstring"] == (
+        "Return x unless it is truthy.\n\nRaises:\n    ValueError: Negative."
+    )
+    report = docstring_check(ctx, "mod.py", "bare")
+    assert report["clean"] is False
+    assert report["missing_params"] == ["x"]
+    assert {"missing", "DOC101", "DOC201"} <= _codes(report)
 
 
 @pytest.mark.parametrize(

@@ -84,15 +84,13 @@ def test_google_docstring_built_from_signature_and_body(ctx: CapabilityContext) 
         ctx, "box.py", "Box.resize", "resize the box", params={"width": "new width in px"}
     )
     assert result["action"] == "inserted" and result["style"] == "google"
+    # Nothing is made up: what no one described is left out and listed; the raise
+    # statement's message describes the exception.
+    assert result["undescribed"] == ["height", "rest", "opts", "return"]
     assert _docstring(ctx, "Box.resize") == (
         "Resize the box.\n\n"
         "Args:\n"
-        "    width: New width in px.\n"
-        "    height: The height.\n"
-        "    *rest: The rest.\n"
-        "    **opts: The opts.\n\n"
-        "Returns:\n"
-        "    Box: The result.\n\n"
+        "    width: New width in px.\n\n"
         "Raises:\n"
         "    ValueError: Width must be positive."
     )
@@ -102,6 +100,27 @@ def test_google_docstring_built_from_signature_and_body(ctx: CapabilityContext) 
     assert text.index('"""Resize') < text.index("# body comment")
     assert "+        Args:" in result["diff"]
     assert (ctx.store.root / "box.py").read_text() == SOURCE
+    described = docstring_set(
+        ctx,
+        "box.py",
+        "Box.resize",
+        "resize the box",
+        params={"height": "new height", "*rest": "more sizes", "**opts": "drawing options"},
+        returns="this box, resized",
+    )
+    assert described["action"] == "replaced" and described["undescribed"] == []
+    assert _docstring(ctx, "Box.resize") == (
+        "Resize the box.\n\n"
+        "Args:\n"
+        "    width: New width in px.\n"
+        "    height: New height.\n"
+        "    *rest: More sizes.\n"
+        "    **opts: Drawing options.\n\n"
+        "Returns:\n"
+        "    Box: This box, resized.\n\n"
+        "Raises:\n"
+        "    ValueError: Width must be positive."
+    )
 
 
 def test_a_long_summary_stays_on_one_line(ctx: CapabilityContext) -> None:
@@ -113,25 +132,45 @@ def test_a_long_summary_stays_on_one_line(ctx: CapabilityContext) -> None:
 
 
 def test_numpy_and_sphinx_styles(ctx: CapabilityContext) -> None:
-    docstring_set(ctx, "box.py", "numbers", "Count up.", style="numpy")
-    assert _docstring(ctx, "numbers") == (
-        "Count up.\n\nParameters\n----------\nn : int\n    The n.\n\n"
-        "Yields\n------\nint\n    The next value."
+    bare = docstring_set(ctx, "box.py", "numbers", "Count up.", style="numpy")
+    assert bare["undescribed"] == ["n", "yield"]
+    assert _docstring(ctx, "numbers") == "Count up."
+    docstring_set(
+        ctx,
+        "box.py",
+        "numbers",
+        "Count up.",
+        style="numpy",
+        params={"n": "how many numbers"},
+        returns="each number from zero",
     )
-    docstring_set(ctx, "box.py", "Box.resize", "Resize.", style="sphinx", returns="the box")
+    assert _docstring(ctx, "numbers") == (
+        "Count up.\n\nParameters\n----------\nn : int\n    How many numbers.\n\n"
+        "Yields\n------\nint\n    Each number from zero."
+    )
+    result = docstring_set(
+        ctx,
+        "box.py",
+        "Box.resize",
+        "Resize.",
+        style="sphinx",
+        params={"width": "new width", "opts": "drawing options"},
+        returns="the box",
+    )
+    assert result["undescribed"] == ["height", "rest"]
     assert _docstring(ctx, "Box.resize") == (
-        "Resize.\n\n:param width: The width.\n:type width: int\n:param height: The height.\n"
-        ":param *rest: The rest.\n:param **opts: The opts.\n:returns: The box.\n:rtype: Box\n"
+        "Resize.\n\n:param width: New width.\n:type width: int\n"
+        ":param **opts: Drawing options.\n:returns: The box.\n:rtype: Box\n"
         ":raises ValueError: Width must be positive."
     )
 
 
 def test_replacing_keeps_old_descriptions_and_sections(ctx: CapabilityContext) -> None:
     result = docstring_set(ctx, "box.py", "Box.Inner.deep", "Go deep.")
-    assert result["action"] == "replaced"
+    assert result["action"] == "replaced" and result["undescribed"] == ["return"]
     assert _docstring(ctx, "Box.Inner.deep") == (
         "Go deep.\n\nArgs:\n    x: The x value, documented before.\n\n"
-        "Returns:\n    The result.\n\nExamples:\n    >>> Box.Inner().deep(1)"
+        "Examples:\n    >>> Box.Inner().deep(1)"
     )
     text = read_file(ctx, "box.py")
     assert '            """Go deep.\n\n            Args:\n' in text
@@ -140,10 +179,10 @@ def test_replacing_keeps_old_descriptions_and_sections(ctx: CapabilityContext) -
 
 
 def test_one_line_body_module_class_and_tabs(ctx: CapabilityContext) -> None:
-    docstring_set(ctx, "box.py", "Box.one", "Return one.")
+    docstring_set(ctx, "box.py", "Box.one", "Return one.", returns="always 1")
     docstring_set(ctx, "box.py", "", "Boxes and numbers.")
     docstring_set(ctx, "box.py", "Box", "A resizable box.")
-    docstring_set(ctx, "box.py", "tabbed", "Echo a.")
+    docstring_set(ctx, "box.py", "tabbed", "Echo a.", params={"a": "what to echo"})
     text = read_file(ctx, "box.py")
     assert text.startswith(
         '#!/usr/bin/env python\n# Licence header stays first.\n"""Boxes and numbers."""\n\n'
@@ -152,7 +191,7 @@ def test_one_line_body_module_class_and_tabs(ctx: CapabilityContext) -> None:
     assert '    def one(self):\n        """Return one.\n\n        Returns:\n' in text
     assert "        return 1\n" in text
     assert 'class Box:\n    """A resizable box."""\n\n    # comment above the method\n' in text
-    assert 'def tabbed(a):\n\t"""Echo a.\n\n\tArgs:\n\t    a: The a.\n' in text
+    assert 'def tabbed(a):\n\t"""Echo a.\n\n\tArgs:\n\t    a: What to echo.\n' in text
     assert _docstring(ctx, "") == "Boxes and numbers."
     assert _docstring(ctx, "Box") == "A resizable box."
     ast.parse(text)
@@ -196,9 +235,14 @@ def test_backslashes_and_quotes_stay_valid(ctx: CapabilityContext) -> None:
     docstring = _docstring(ctx, "numbers")
     assert docstring is not None and docstring.startswith(r'Match \d+ in "quoted" text.')
     docstring_set(ctx, "box.py", "tabbed", 'Say "hi"')
+    assert _docstring(ctx, "tabbed") == 'Say "hi".'
+    assert 'def tabbed(a):\n\t"""Say "hi"."""\n' in read_file(ctx, "box.py")
+    docstring_set(
+        ctx, "box.py", "tabbed", 'Say "hi"', params={"a": 'a "word"'}, returns=r"a, as in \a"
+    )
     assert (
         _docstring(ctx, "tabbed")
-        == 'Say "hi".\n\nArgs:\n    a: The a.\n\nReturns:\n    The result.'
+        == 'Say "hi".\n\nArgs:\n    a: A "word".\n\nReturns:\n    A, as in \\a.'
     )
 
 
@@ -252,7 +296,9 @@ def test_placeholder_bodies_give_way_to_the_docstring(tmp_path: Path) -> None:
 def test_crlf_files_stay_crlf(tmp_path: Path) -> None:
     ctx = capability_context(tmp_path)
     ctx.store.write("w.py", b"def f(a):\r\n    return a\r\n")
-    docstring_set(ctx, "w.py", "f", "Echo.")
+    docstring_set(ctx, "w.py", "f", "Echo.", params={"a": "what to echo"})
     data = ctx.store.read("w.py")
     assert b"\n" not in data.replace(b"\r\n", b"")
-    assert data.startswith(b'def f(a):\r\n    """Echo.\r\n\r\n    Args:\r\n        a: The a.\r\n')
+    assert data.startswith(
+        b'def f(a):\r\n    """Echo.\r\n\r\n    Args:\r\n        a: What to echo.\r\n'
+    )

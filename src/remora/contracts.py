@@ -21,6 +21,9 @@ EFFECTS: Final[tuple[Effect, ...]] = ("read", "write", "terminal")
 SUBMIT_TOOL: Final = "submit_result"
 """The one terminal tool every agent has."""
 
+HOST_STEP_ID: Final = "host_"
+"""How the ids of the calls the runner makes itself (an agent's host steps) begin."""
+
 
 class NodeLike(Protocol):
     """What system inputs need of a discovered node (``remora.discovery.CSTNode`` has it)."""

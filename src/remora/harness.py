@@ -29,7 +29,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from remora.config import RemoraConfig
-from remora.contracts import SUBMIT_TOOL, JobKey
+from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL, JobKey
 from remora.definitions import RenderedCall, SubagentDefinition
 from remora.discovery import CSTNode
 from remora.errors import RunnerError
@@ -232,6 +232,15 @@ def _mismatch(call: ToolCall, expected: RenderedCall, spec: ToolSpec | None) -> 
     return None
 
 
+def with_host_submit(calls: Sequence[ToolCall], result: AgentResult) -> list[ToolCall]:
+    """The model's ``calls`` and, when the host called ``submit_result`` itself (a host
+    step: nothing was left for the model), that call last, as the episode's calls."""
+    made = sum(1 for call in calls if call.name == SUBMIT_TOOL)
+    if result.telemetry.tool_calls.get(SUBMIT_TOOL, 0) > made:
+        return [*calls, ToolCall(id=HOST_STEP_ID, name=SUBMIT_TOOL, arguments={})]
+    return list(calls)
+
+
 def check_episode(
     agent: SubagentDefinition,
     expected: Sequence[RenderedCall],
@@ -412,7 +421,7 @@ async def run_harness(
         if agent.expectation is not None:
             system = Job(agent=agent, node=job.node, key=key, options=options).system_inputs()
             expected = agent.expectation.render(system.as_dict())
-            check = check_episode(agent, expected, made, specs)
+            check = check_episode(agent, expected, with_host_submit(made, result), specs)
         episode = EpisodeRecord(
             variant=episodes[job.attempt - 1][0],
             node=job.node.qualname,

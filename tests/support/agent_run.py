@@ -11,6 +11,7 @@ from pathlib import Path
 
 from remora.discovery import discover
 from remora.events import CollectingEmitter, ToolResultEvent
+from remora.model.base import ModelRequest
 from remora.operations import installed_operations, load_agents
 from remora.orchestration import plan_jobs, run_jobs
 from remora.runner import AgentResult
@@ -32,6 +33,7 @@ class Outcome:
     tool_summaries: list[str] = field(default_factory=list)
     model_calls: int = 0
     offered_tools: list[str] = field(default_factory=list)
+    requests: list[ModelRequest] = field(default_factory=list)
 
 
 def run_operation(
@@ -84,4 +86,5 @@ def run_operation(
         tool_summaries=[event.summary for event in results],
         model_calls=len(model.requests),
         offered_tools=[tool.name for tool in model.requests[0].tools] if model.requests else [],
+        requests=list(model.requests),
     )

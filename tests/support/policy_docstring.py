@@ -15,39 +15,41 @@ import inspect
 import re
 
 from remora.model.base import ModelRequest, ToolCall
+from remora.operations.docstring.expert import original_descriptions
 from remora.testing import call
 from tests.support.eval_context import EVAL_PACKAGE
 
-STEPS = ("read_signature", "write_docstring", "check_docstring", "submit_result")
 FALLBACK = "Compute the result from the given values."
 _NODE = re.compile(r"`([^`]+)` in \S+:")
 
 
-def original_summaries() -> dict[str, str]:
-    """The first docstring line of every top-level function of the package, by name."""
+def original_docstrings() -> dict[str, str]:
+    """The docstring of every top-level function of the package, by name."""
     found: dict[str, str] = {}
     for path in sorted((EVAL_PACKAGE / "shapes").glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef) and (doc := ast.get_docstring(node)):
-                found[node.name] = inspect.cleandoc(doc).splitlines()[0].strip()
+                found[node.name] = inspect.cleandoc(doc)
     return found
 
 
-SUMMARIES = original_summaries()
+DOCSTRINGS = original_docstrings()
+SUMMARIES = {name: doc.splitlines()[0].strip() for name, doc in DOCSTRINGS.items()}
 
 
 def docstring_policy(request: ModelRequest) -> ToolCall:
-    """The ideal sequence, writing the function's original summary line."""
+    """The ideal sequence: the function's original summary line, then each item the host
+    asks for in the original's words (submitting when the original does not describe it)."""
+    name = _function(request)
     answered = {message.name for message in request.messages if message.role == "tool"}
     allowed = {spec.name for spec in request.allowed_specs()}
-    step = next((name for name in STEPS if name not in answered), "submit_result")
-    if step not in allowed:
-        step = "submit_result"
-    if step == "write_docstring":
-        return call(step, summary=SUMMARIES.get(_function(request), FALLBACK))
-    if step == "submit_result":
-        return call(step, summary="Wrote the docstring.")
-    return call(step)
+    if "write_docstring" not in answered:
+        return call("write_docstring", summary=SUMMARIES.get(name, FALLBACK))
+    asked = request.choices.get("item") if "describe" in allowed else None
+    described = original_descriptions(DOCSTRINGS.get(name, ""))
+    if asked and str(asked[0]) in described:
+        return call("describe", item=str(asked[0]), text=described[str(asked[0])])
+    return call("submit_result")
 
 
 def submit_only_policy(request: ModelRequest) -> ToolCall:

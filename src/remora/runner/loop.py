@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from remora.contracts import SUBMIT_TOOL
+from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL
 from remora.errors import ModelError, RemoraError
 from remora.events import (
     AgentDoneEvent,
@@ -245,7 +245,7 @@ class AgentLoop:
             stop = self._stop_reason()
             if stop is not None:
                 return self._interrupted(stop)
-            call = ToolCall(id=f"host_{turn}_{step}", name=tools[0], arguments={})
+            call = ToolCall(id=f"{HOST_STEP_ID}{turn}_{step}", name=tools[0], arguments={})
             effect = self.catalog.effect(call.name)
             self.history.start_turn(Message(role="assistant", content="", tool_calls=[call]))
             result = await self._execute(turn, call, effect)

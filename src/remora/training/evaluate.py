@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from remora.definitions import SubagentDefinition
 from remora.errors import RemoraError, TrainingError
-from remora.harness import check_episode
+from remora.harness import check_episode, with_host_submit
 from remora.model.base import ModelClient, ModelRequest, ModelResponse, ToolCall
 from remora.operations.base import PlannedEpisode
 from remora.orchestration import Job
@@ -207,7 +207,7 @@ def episode_failure(
     first call the agent's expectation did not want, else how the run ended."""
     if agent.expectation is not None:
         expected = agent.expectation.render(job.system_inputs().as_dict())
-        problem = check_episode(agent, expected, calls).problem
+        problem = check_episode(agent, expected, with_host_submit(calls, result)).problem
         if problem is not None:
             return _problem_kind(problem)
     if result.status != "success":

@@ -7,14 +7,14 @@ the agent through the real runner, tools, prechecks and copy-on-write workspaces
 expert policy (:mod:`remora.training.experts`) and writes its call as FunctionGemma text,
 so the runner parses it exactly as it parses the embedded model's output.
 
-An episode is kept only when it submitted successfully (the host's verdict, not the
-model's claim), its calls pass the agent's own expectation
-(:func:`~remora.harness.check_episode`), every call validates against its tool's JSON
-schema and was allowed that turn, and every call came back through the runner's parser
-unchanged. Each of its turns becomes a :class:`~remora.training.dataset.TrainingExample`:
-the prompt exactly as the backend renders it, the completion exactly as the model should
-write it. Identical (prompt, completion) pairs are kept once; train and validation are
-split by source file.
+An episode is kept only when it submitted with success or partial (what the author did
+not describe is left for the person; the host's verdict, not the model's claim), its calls
+pass the agent's own expectation (:func:`~remora.harness.check_episode`), every call
+validates against its tool's JSON schema and was allowed that turn, and every call came
+back through the runner's parser unchanged. Each of its turns becomes a
+:class:`~remora.training.dataset.TrainingExample`: the prompt exactly as the backend
+renders it, the completion exactly as the model should write it. Identical (prompt,
+completion) pairs are kept once; train and validation are split by source file.
 
 Episodes are appended to ``<out>/<agent>/episodes.jsonl`` as they end, so an interrupted
 or limited run resumes where it stopped (same agent definition, seed and token counter);
@@ -51,11 +51,11 @@ from rich.progress import (
 )
 
 from remora.config import RemoraConfig
-from remora.contracts import SUBMIT_TOOL, JobKey
+from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL, JobKey
 from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode, discover
 from remora.errors import RemoraError, TrainingError
-from remora.harness import check_episode, operation_options
+from remora.harness import check_episode, operation_options, with_host_submit
 from remora.model.base import Message, ModelClient, ModelRequest, ModelResponse, ToolCall, ToolSpec
 from remora.model.functiongemma import (
     render_call,
@@ -245,10 +245,15 @@ def schema_problem(made: ToolCall, request: ModelRequest) -> str | None:
 
 
 def _echoed(request: ModelRequest) -> list[ToolCall]:
-    """The calls of the conversation's last assistant message, as the runner kept them."""
+    """The calls of the conversation's last assistant message of the model (not the host's
+    steps), as the runner kept them."""
     for message in reversed(request.messages):
-        if message.role == "assistant":
+        if message.role == "assistant" and not all(
+            call.id.startswith(HOST_STEP_ID) for call in message.tool_calls if call.id
+        ):
             return message.tool_calls
+        if message.role == "assistant" and not message.tool_calls:
+            return []
     return []
 
 
@@ -270,11 +275,11 @@ def episode_problem(
     """Why a finished episode is not worth keeping (None when it is)."""
     if not turns:
         return "no model turn"
-    if result.status != "success":
+    if result.status not in ("success", "partial"):
         return f"ended {result.status}: {(result.error or result.summary)[:120]}"
-    calls = [turn.call for turn in turns]
+    calls = with_host_submit([turn.call for turn in turns], result)
     if calls[-1].name != SUBMIT_TOOL or turns[-1].mistake:
-        return f"the last call is {calls[-1].name}"
+        return f"the last call is {turns[-1].call.name}"
     for turn in turns:
         problem = schema_problem(turn.call, turn.request)
         if problem is not None:

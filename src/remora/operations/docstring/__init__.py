@@ -1,8 +1,9 @@
 """The docstring operation: write and check a definition's docstring in the project's style.
 
 Its agent (``agents/docstring``), capabilities (:mod:`.docstrings` to read and write,
-:mod:`.check` to check), evaluation against the original docstrings (:mod:`.evaluation`),
-expert policy (:mod:`.expert`) and training material (:mod:`.corpus`) live here.
+:mod:`.check` to check, :mod:`.write` for the agent's host steps), evaluation against the
+original docstrings (:mod:`.evaluation`), expert policy (:mod:`.expert`) and training
+material (:mod:`.corpus`) live here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remora.operations.base import Operation
-from remora.operations.docstring import check, corpus, docstrings
+from remora.operations.docstring import check, corpus, docstrings, write
 from remora.tools.capabilities import capabilities_of
 
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ def _evaluate(context: EvalContext) -> OperationReport:
 DOCSTRING = Operation(
     name="docstring",
     agent_dirs=(Path(__file__).resolve().parent / "agents",),
-    capabilities=capabilities_of(docstrings, check),
-    options={"style": "google"},
+    capabilities=capabilities_of(docstrings, check, write),
+    options={"style": "google", "use_model": True, "describe": True},
     evaluate=_evaluate,
     plan_episodes=corpus.plan_episodes,
     summary="write docstrings checked by pydoclint and ruff (vs the original docstrings)",

@@ -21,6 +21,7 @@ import ast
 import difflib
 import re
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,93 @@ def docstring_summary_check(
     elif f"{name}(" in text or any(_copied(words, other) for other in avoid or []):
         problem = "copies_text"
     return {"ok": problem is None, "problem": problem, "summary": text}
+
+
+_GENERIC = frozenset(
+    [
+        "result",
+        "results",
+        "return",
+        "returned",
+        "returns",
+        "object",
+        "objects",
+        "parameter",
+        "parameters",
+        "argument",
+        "arguments",
+        "input",
+        "inputs",
+        "output",
+        "data",
+        "item",
+        "items",
+        "thing",
+        "variable",
+        "optional",
+        "specified",
+        "provided",
+        "passed",
+        "used",
+        "use",
+        "some",
+        "any",
+        "instance",
+        "type",
+        "default",
+        "none",
+        "exception",
+        "error",
+        "raised",
+        "raise",
+        "raises",
+        "if",
+        "when",
+        "occurs",
+        "failure",
+        "fails",
+        "something",
+        "wrong",
+        "goes",
+        "next",
+    ]
+)
+"""Words that say nothing about a particular parameter or value ("The input object.")."""
+
+
+def restates(description: str, name: str, annotation: str = "") -> bool:
+    """Whether a parameter's, return value's or exception's ``description`` says nothing
+    beyond its name (or its function's), its annotation and generic words: filler such
+    as "The offsets." for ``offsets``, "The result." or "On failure."."""
+    words = _WORD.findall(description.lower())
+    own: set[str] = set()
+    for part in _CAMEL.findall(f"{name} {annotation}".replace("_", " ")):
+        own |= _forms(part.lower())
+    return all(word in _FILLER or word in _GENERIC or _forms(word) & own for word in words)
+
+
+def description_problem(
+    description: str, name: str, annotation: str = "", seen: Sequence[str] = ()
+) -> str | None:
+    """Why a description of a parameter, return value or exception helps no reader, or
+    None: it only restates the name (:func:`restates`), is too short to say anything,
+    copies text already used (the summary, another description: ``seen``), or repeats
+    itself, as small models do when they run on."""
+    text = " ".join(description.split())
+    words = _WORD.findall(text.lower())
+    if len(words) < 2 or not any(len(word) > 2 for word in words):
+        return "too short to say anything"
+    if restates(text, name, annotation):
+        return "only restates the name"
+    for other in seen:
+        theirs = _WORD.findall(other.lower())
+        if _copied(words, other) or (len(theirs) >= 3 and _copied(theirs, text)):
+            return "copies text used elsewhere"
+    sentences = [" ".join(_WORD.findall(part.lower())) for part in re.split(r"[.;!?]", text)]
+    sentences = [sentence for sentence in sentences if sentence]
+    if len(sentences) != len(set(sentences)):
+        return "repeats itself"
+    return None
 
 
 def _repeats(words: list[str], name: str) -> bool:

@@ -1,8 +1,9 @@
-"""Docstring episodes: a corpus definition's real summary line is what the expert writes.
+"""Docstring episodes: a corpus definition's real summary line and descriptions are what
+the expert writes.
 
 The episode runs on the file without that docstring (:func:`strip_docstring`); the expert
-writes the original summary, so the model learns a real maintainer's words, never one
-invented here.
+writes the original summary and describes what the host asks for in the original's words,
+so the model learns a real maintainer's words, never ones invented here.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from remora import pyast
 from remora.definitions import SubagentDefinition
 from remora.operations.base import CorpusFile, PlannedEpisode, digest, file_nodes, with_mistake
-from remora.operations.docstring.expert import DocstringExpert
+from remora.operations.docstring.expert import DocstringExpert, original_descriptions
 
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
@@ -118,7 +119,10 @@ def plan_episodes(
             continue
         name = f"{file.source}::{node.qualname}"
         writer = DocstringExpert(
-            stripped.summary, node.qualname, mistake=with_mistake(seed, name, mistakes)
+            stripped.summary,
+            node.qualname,
+            original_descriptions(stripped.docstring),
+            mistake=with_mistake(seed, name, mistakes),
         )
         yield PlannedEpisode(
             name,

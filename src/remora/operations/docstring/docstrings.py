@@ -2,9 +2,11 @@
 
 Edits go through libcst (in ``_docstring_cst``), so everything else in the file (formatting,
 comments, quotes) stays byte-for-byte. The host builds the Args/Returns/Yields/Raises
-sections from the signature and body; the caller supplies the summary and, optionally,
+sections from the signature and body; the caller supplies the summary and the
 descriptions. When a docstring is replaced, descriptions and extra sections it already had
-are kept unless new ones are given.
+are kept unless new ones are given. Nothing is invented: what no one described (not the
+caller, not the old docstring, not a raise statement's message) is left out and listed as
+``undescribed``, for the person to write.
 
 Codes: TOOL_101..TOOL_103 path problems, TOOL_105 no definition with that qualname,
 TOOL_106 the file does not parse, TOOL_601 invalid style or empty summary.
@@ -37,6 +39,9 @@ from remora.tools.capabilities.store_io import (
 )
 
 LINE_LENGTH = 88
+RETURN_KEY = "return"
+"""How ``undescribed`` names the return value (``yield`` for a generator's values)."""
+YIELD_KEY = "yield"
 _NO_VALUE = frozenset({"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never"})
 _YIELD_TYPE = re.compile(
     r"^(?:typing\.|collections\.abc\.)?(?:Async)?(?:Iterator|Iterable|Generator)\[\s*([^,\]]+(?:\[[^\]]*\])?)"
@@ -54,7 +59,7 @@ def docstring_get(ctx: CapabilityContext, path: str, qualname: str) -> dict[str,
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     info = describe(text, locate(tree, qualname, relative)) if qualname else None
-    docstring = _docstring_of(tree, qualname)
+    docstring = docstring_of(tree, qualname)
     parsed = parse_docstring(docstring) if docstring else None
     names = [p["name"] for p in info["params"]] if info else []
     documented = [name for name in names if parsed and name in parsed.params]
@@ -91,7 +96,7 @@ def docstring_set(
     code in ``style`` (google, numpy or sphinx; default: the operation's ``style`` option,
     else google). ``params`` maps parameter names to descriptions, ``raises`` exception names
     to descriptions; both optional. An existing docstring is replaced, otherwise one is
-    inserted; the result shows the diff.
+    inserted; the result shows the diff and lists what is left ``undescribed``.
     """
     qualname = _qualname(qualname)
     chosen = style_option(ctx, style)
@@ -100,11 +105,11 @@ def docstring_set(
     tree = parse_python(text, relative)
     located = locate(tree, qualname, relative) if qualname else None
     info = describe(text, located) if located else None
-    old_text = _docstring_of(tree, qualname)
+    old_text = docstring_of(tree, qualname)
     old = parse_docstring(old_text) if old_text else ParsedDocstring(style="plain")
     given = {str(k).lstrip("*"): str(v) for k, v in (params or {}).items() if str(v).strip()}
     messages = raise_messages(located.node) if located else {}
-    content, ignored = _content(
+    content, ignored, undescribed = _content(
         line, description, info, old, given, returns, dict(raises or {}), messages
     )
     from remora.operations.docstring import _cst as _docstring_cst  # libcst, imported on first use
@@ -126,6 +131,7 @@ def docstring_set(
         "docstring": inspect.cleandoc("\n".join(body_lines)),
         "diff": bounded_diff(relative, text, new_text),
         "ignored_params": ignored,
+        "undescribed": undescribed,
     }
 
 
@@ -172,16 +178,23 @@ def _content(
     returns: str | None,
     raises: dict[str, str],
     messages: dict[str, str],
-) -> tuple[DocstringContent, list[str]]:
-    """The docstring's parts: supplied text first, then what the old docstring said."""
+) -> tuple[DocstringContent, list[str], list[str]]:
+    """The docstring's parts, the given names that are not parameters, and what is left
+    undescribed: supplied text first, then what the old docstring said, then (raises) the
+    raise statement's message. Nothing is made up: a parameter, return value or exception
+    without a description is left out for the person to describe."""
     params: list[tuple[str, str | None, str]] = []
     names: set[str] = set()
+    undescribed: list[str] = []
     for param in info["params"] if info else []:
         name = param["name"]
         names.add(name)
         stars = {"var_positional": "*", "var_keyword": "**"}.get(param["kind"], "")
-        text = given.get(name) or old.params.get(name) or _humanize(name)
-        params.append((stars + name, _unquote(param["annotation"]), _sentence(text)))
+        text = given.get(name) or old.params.get(name)
+        if text:
+            params.append((stars + name, _unquote(param["annotation"]), _sentence(text)))
+        else:
+            undescribed.append(name)
     returned: tuple[str | None, str] | None = None
     yielded: tuple[str | None, str] | None = None
     thrown: list[tuple[str, str]] = []
@@ -189,16 +202,25 @@ def _content(
         annotation = _unquote(info["returns"])
         if info["is_generator"]:
             match = _YIELD_TYPE.match(annotation or "")
-            text = returns or old.yields or "The next value."
-            yielded = (match.group(1).strip() if match else None, _sentence(text))
+            text = returns or old.yields
+            if text:
+                yielded = (match.group(1).strip() if match else None, _sentence(text))
+            else:
+                undescribed.append(YIELD_KEY)
         elif (annotation and annotation not in _NO_VALUE) or (
             not annotation and info["returns_value"]
         ):
-            text = returns or old.returns or "The result."
-            returned = (annotation, _sentence(text))
+            text = returns or old.returns
+            if text:
+                returned = (annotation, _sentence(text))
+            else:
+                undescribed.append(RETURN_KEY)
         for name in dict.fromkeys([*info["raises"], *old.raises, *raises]):
-            text = raises.get(name) or old.raises.get(name) or messages.get(name) or "On failure."
-            thrown.append((name, _sentence(text)))
+            text = raises.get(name) or old.raises.get(name) or messages.get(name)
+            if text:
+                thrown.append((name, _sentence(text)))
+            else:
+                undescribed.append(name)
     content = DocstringContent(
         summary=summary,
         description=(description if description is not None else old.description).strip(),
@@ -208,7 +230,7 @@ def _content(
         raises=tuple(thrown),
         other_sections=tuple(old.other_sections),
     )
-    return content, sorted(set(given) - names)
+    return content, sorted(set(given) - names), undescribed
 
 
 def _unquote(annotation: str | None) -> str | None:
@@ -216,11 +238,6 @@ def _unquote(annotation: str | None) -> str | None:
     if annotation and len(annotation) > 1 and annotation[0] == annotation[-1] in "'\"":
         return annotation[1:-1].strip() or None
     return annotation
-
-
-def _humanize(name: str) -> str:
-    words = name.strip("_").replace("_", " ") or name
-    return f"The {words}."
 
 
 def _sentence(text: str) -> str:
@@ -231,7 +248,7 @@ def _sentence(text: str) -> str:
     return text if text[-1] in ".!?:" else text + "."
 
 
-def _docstring_of(tree: ast.Module, qualname: str) -> str | None:
+def docstring_of(tree: ast.Module, qualname: str) -> str | None:
     node: ast.AST = tree
     if qualname:
         node = locate(tree, qualname, "the file").node

@@ -14,10 +14,14 @@ notes).
 Rows, each measured the same way on its own copy:
 
 * original docstrings (reference): the package as published;
-* name summary (baseline): the summary made from the name (``merge_with`` -> "Merge
-  with."), the Args/Returns/Raises sections from Remora's own host builder, the
-  ``docstring_set`` capability called directly (google style) in an overlay workspace
-  whose result is then written to the copy;
+* name summary (baseline): what a docstring stub generator writes: the summary made from
+  the name (``merge_with`` -> "Merge with."), each parameter described by its name ("The
+  max len."), returns "The result.", raises "On failure.", the sections built by Remora's
+  own host builder (the ``docstring_set`` capability called directly, google style, in an
+  overlay workspace whose result is then written to the copy);
+* remora (host only): the docstring agent with ``operations.docstring.options.use_model=
+  false``: the host writes what it can without words (the summary made from the name, the
+  raise statements' messages) and leaves the descriptions to the person;
 * remora: the docstring agent on the chosen functions (``file::name`` selectors) with
   ``operations.docstring.options.missing_only=true`` and ``discovery.node_types=[function]``,
   every change accepted.
@@ -40,6 +44,10 @@ without a docstring fails every check (similarities 0):
   lines (the module codes D100/D104 and findings on nested definitions are not counted);
 * params consistent: the names in its Args section are exactly its parameters (``*args``
   and ``**kwargs`` by name), each once; a function without parameters has none;
+* described: over the chosen functions' parameters and return values (where the function
+  returns one), the share with a description that is not filler; filler: the descriptions
+  that only restate a name or say nothing (Remora's own
+  :func:`~remora.operations.docstring.check.description_problem`), counted;
 * ROUGE-L F1 and sentence BLEU of the docstring's first line against the original first
   line (:mod:`remora.operations.docstring._similarity`), means over the functions;
 * modules import: the share of the touched modules that still import.
@@ -77,12 +85,14 @@ from remora.evaluation.functions import (
 from remora.evaluation.package import Project
 from remora.evaluation.report import Column, OperationReport, Score, ScoreKind, Value
 from remora.evaluation.session import RemoraRun
-from remora.operations.docstring._format import name_summary
+from remora.operations.docstring._format import name_summary, parse_docstring
 from remora.operations.docstring._similarity import rouge_l, sentence_bleu
+from remora.operations.docstring.check import description_problem
 from remora.operations.docstring.docstrings import docstring_set
 from remora.orchestration import JobRecord
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.ruff import ruff_command
+from remora.tools.capabilities.signature import raised_names, returns_value
 from remora.workspace import WorkspaceManager
 
 OPERATION = "docstring"
@@ -91,9 +101,11 @@ STYLE = "google"
 REFERENCE = "original docstrings"
 BASELINE = "name summary"
 REMORA = "remora"
+HOST_ONLY = "remora (host only)"
 REMORA_SETS = ("operations.docstring.options.missing_only=true", "discovery.node_types=[function]")
+HOST_ONLY_SETS = (*REMORA_SETS, "operations.docstring.options.use_model=false")
 CHECK_TIMEOUT_S = 300.0
-FIXED_STEPS = 5  # strip, write the baseline, measure three rows
+FIXED_STEPS = 6  # strip, write the baseline, measure four rows
 PYDOCLINT = (
     "import sys; from pydoclint.main import main; sys.exit(main())",
     f"--style={STYLE}",
@@ -149,6 +161,20 @@ COLUMNS = [
         help="the Args section names exactly the function's parameters",
     ),
     Column(
+        key="described",
+        label="described",
+        kind="rate",
+        help="share of the parameters and return values (of functions that return one) with "
+        "a description that is not filler, over the chosen functions",
+    ),
+    Column(
+        key="filler",
+        label="filler",
+        kind="count",
+        help="descriptions that only restate a name or say nothing ('offsets: The offsets.', "
+        "'Returns: The result.'), as Remora's host refuses them",
+    ),
+    Column(
         key="rouge_l",
         label="ROUGE-L F1",
         kind="number",
@@ -201,10 +227,14 @@ class FunctionResult:
     params_consistent: bool = False
     rouge_l: float = 0.0
     bleu: float = 0.0
+    to_describe: int = 0
+    described: int = 0
+    filler: list[str] = field(default_factory=list)
 
     def detail(self) -> dict[str, Any]:
         return {
             "summary": self.summary if self.has_docstring else None,
+            "filler": self.filler,
             "violations": self.pydoclint + self.ruff_d,
             "params_consistent": self.params_consistent,
             "rouge_l": self.rouge_l,
@@ -243,6 +273,12 @@ class Measurement:
                 else None
             ),
             "params_consistent": _share([item.params_consistent for item in items]),
+            "described": (
+                sum(item.described for item in items) / sum(item.to_describe for item in items)
+                if any(item.to_describe for item in items)
+                else None
+            ),
+            "filler": sum(len(item.filler) for item in items),
             "rouge_l": mean([item.rouge_l for item in items]),
             "bleu": mean([item.bleu for item in items]),
             "imports": self.importing / self.modules if self.modules else None,
@@ -269,9 +305,16 @@ def evaluate(ctx: EvalContext) -> OperationReport:
     reference = measure(ctx.original, chosen)
     ctx.progress.done()
     baseline, baseline_score = _baseline(ctx, stripped, chosen)
-    run, written, remora_score = _remora(ctx, stripped, chosen)
+    host_run, host_written, host_score = _remora(ctx, stripped, chosen, HOST_ONLY, HOST_ONLY_SETS)
+    earlier = len(host_run.jobs)
+    run, written, remora_score = _remora(ctx, stripped, chosen, REMORA, REMORA_SETS, earlier)
 
-    rows = [(REFERENCE, reference), (BASELINE, baseline), (REMORA, written)]
+    rows = [
+        (REFERENCE, reference),
+        (BASELINE, baseline),
+        (HOST_ONLY, host_written),
+        (REMORA, written),
+    ]
     notes = [
         f"{len(chosen)} of {len(pool)} candidate functions (public, a docstring on lines of "
         "its own and another statement); docstrings checked in the google style",
@@ -282,8 +325,13 @@ def evaluate(ctx: EvalContext) -> OperationReport:
         unit=UNIT,
         selection=[item.ref.target for item in chosen],
         columns=COLUMNS,
-        scores=[_score(REFERENCE, "reference", reference), baseline_score, remora_score],
-        remora=[run.figures(REMORA, OPERATION)],
+        scores=[
+            _score(REFERENCE, "reference", reference),
+            baseline_score,
+            host_score,
+            remora_score,
+        ],
+        remora=[host_run.figures(HOST_ONLY, OPERATION), run.figures(REMORA, OPERATION)],
         notes=notes,
         details={
             "candidates": len(pool),
@@ -311,36 +359,44 @@ def _baseline(
 
 
 def _remora(
-    ctx: EvalContext, stripped: Project, chosen: Sequence[Chosen]
+    ctx: EvalContext,
+    stripped: Project,
+    chosen: Sequence[Chosen],
+    name: str,
+    sets: Sequence[str],
+    earlier: int = 0,
 ) -> tuple[RemoraRun, Measurement | None, Score]:
-    """Remora's row: the docstring agent on the chosen functions, one progress step a job;
-    measured when any job ran."""
-    ctx.progress.doing("remora: docstring jobs")
-    project = ctx.scratch("remora", stripped)
+    """One Remora row (``name``, run with ``sets``): the docstring agent on the chosen
+    functions, one progress step a job (after the ``earlier`` rows' jobs; each later row is
+    expected to run as many); measured when any job ran."""
+    ctx.progress.doing(f"{name}: docstring jobs")
+    project = ctx.scratch("remora-host-only" if name == HOST_ONLY else "remora", stripped)
     finished_jobs: list[JobRecord] = []
+    later = 1 if name == HOST_ONLY else 0
 
     def planned(count: int) -> None:
-        ctx.progress.expect(FIXED_STEPS + count)
+        ctx.progress.expect(FIXED_STEPS + earlier + count * (1 + later))
 
     def finished(record: JobRecord) -> None:
         finished_jobs.append(record)
-        ctx.progress.doing(f"remora: {record.qualname or record.file_path} {record.status}")
+        ctx.progress.doing(f"{name}: {record.qualname or record.file_path} {record.status}")
         ctx.progress.done()
 
     run = ctx.session.run(
         project,
         [item.ref.target for item in chosen],
         [OPERATION],
-        sets=REMORA_SETS,
+        sets=list(sets),
         on_planned=planned,
         on_job=finished,
     )
-    ctx.progress.expect(FIXED_STEPS + len(finished_jobs))  # the run may have stopped early
-    ctx.progress.doing("measuring Remora's docstrings")
+    done = len(finished_jobs)  # the run may have stopped early
+    ctx.progress.expect(FIXED_STEPS + earlier + done * (1 + later))
+    ctx.progress.doing(f"measuring {name}'s docstrings")
     measured = measure(project, chosen) if run.jobs else None
     ctx.progress.done()
     errors = [run.error] if run.error else []
-    return run, measured, _score(REMORA, "remora", measured, run.wall_s, errors)
+    return run, measured, _score(name, "remora", measured, run.wall_s, errors)
 
 
 # --- selection and stripping ------------------------------------------------------------------
@@ -448,10 +504,18 @@ def first_line(docstring: str | None) -> str:
 # --- the baseline -----------------------------------------------------------------------------
 
 
+def stub(name: str) -> str:
+    """What a docstring stub generator writes for a parameter: its name (``max_len`` ->
+    "The max len."), the filler Remora refuses."""
+    return f"The {name.strip('*_').replace('_', ' ') or name}."
+
+
 def write_name_summaries(project: Project, chosen: Sequence[Chosen], state: Path) -> list[str]:
-    """The baseline: ``docstring_set`` (google style) with the name summary on every chosen
-    function, in an overlay workspace whose state lives in ``state``, outside the project;
-    the changed files are then written to the project. Returns what went wrong."""
+    """The baseline: ``docstring_set`` (google style) with the name summary and stub
+    descriptions (:func:`stub`; returns "The result.", raises "On failure.") on every
+    chosen function, in an
+    overlay workspace whose state lives in ``state``, outside the project; the changed
+    files are then written to the project. Returns what went wrong."""
     errors: list[str] = []
     try:
         manager = WorkspaceManager(project.root, state_dir=state)
@@ -460,8 +524,21 @@ def write_name_summaries(project: Project, chosen: Sequence[Chosen], state: Path
             capability = CapabilityContext(store=store, config=ToolsConfig(), system=system)
             for item in chosen:
                 try:
+                    tree = ast.parse((project.root / item.ref.path).read_text(encoding="utf-8"))
+                    node = next(
+                        n
+                        for n in tree.body
+                        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                        and n.name == item.ref.name
+                    )
                     docstring_set(
-                        capability, item.ref.path, item.ref.name, name_summary(item.ref.name)
+                        capability,
+                        item.ref.path,
+                        item.ref.name,
+                        name_summary(item.ref.name),
+                        params={name.lstrip("*"): stub(name) for name in item.params},
+                        returns="The result.",
+                        raises=dict.fromkeys(raised_names(node), "On failure."),
                     )
                 except Exception as exc:  # one function's failure is reported, not raised
                     errors.append(f"{item.ref.target}: {type(exc).__name__}: {exc}")
@@ -532,8 +609,24 @@ def _measure_function(
     result.ruff_d = _owned(
         tree, node, [v for v in ruff.get(item.ref.path, []) if v.code not in MODULE_CODES]
     )
+    value = None if isinstance(node, ast.ClassDef) else ("return" if returns_value(node) else None)
+    expected = [name.lstrip("*") for name in item.params] + ([value] if value else [])
+    result.to_describe = len(expected)
     if docstring is None:
         return result
+    parsed = parse_docstring(docstring)
+    given = {name.lstrip("*"): text for name, text in parsed.params.items()}
+    if parsed.returns:
+        given["return"] = parsed.returns
+    for name in expected:
+        text = given.get(name)
+        if not text:
+            continue
+        owner_name = item.ref.name if name == "return" else name
+        if description_problem(text, owner_name):
+            result.filler.append(f"{name}: {' '.join(text.split())}")
+        else:
+            result.described += 1
     result.summary = first_line(docstring)
     result.params_consistent = sorted(documented_params(docstring)) == sorted(item.params)
     result.rouge_l = rouge_l(result.summary, item.original)

@@ -1,14 +1,17 @@
-"""The docstring expert: read the signature, write the original summary (made
-imperative), revise on the checker's problems, submit."""
+"""The docstring expert: write the original summary (made imperative), describe each item
+the host asks for in the author's own words, revise the summary on the checker's
+problems; stop when the author described nothing the host asks for."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from remora.contracts import SUBMIT_TOOL
 from remora.model.base import ModelRequest, ToolCall
-from remora.operations.docstring._format import name_summary
+from remora.operations.docstring._format import name_summary, parse_docstring
+from remora.operations.docstring.docstrings import RETURN_KEY, YIELD_KEY
 from remora.operations.experts import ExpertError, MistakenCall, call, choose, seen_results
 
 MAX_SUMMARY_CHARS = 100
@@ -44,10 +47,24 @@ def revise_summary(summary: str, problems: str) -> str:
     return text[:MAX_SUMMARY_CHARS]
 
 
+def original_descriptions(docstring: str) -> dict[str, str]:
+    """The author's descriptions, keyed as the host asks for them: parameter names,
+    ``return``, ``yield`` and exception names."""
+    parsed = parse_docstring(docstring)
+    found = {name.lstrip("*"): text for name, text in parsed.params.items() if text}
+    if parsed.returns:
+        found[RETURN_KEY] = parsed.returns
+    if parsed.yields:
+        found[YIELD_KEY] = parsed.yields
+    found.update({name: text for name, text in parsed.raises.items() if text})
+    return {key: " ".join(text.split()) for key, text in found.items()}
+
+
 @dataclass(frozen=True)
 class DocstringExpert:
-    """Read the signature, write ``summary`` (the author's own first line), check it,
-    reword it for each problem the check reports, submit.
+    """Write ``summary`` (the author's own first line), then describe each item the host
+    asks for with the author's description of it, reword the summary for each problem the
+    check reports; submit when the author left the asked item undescribed.
 
     With ``mistake``, the first summary only repeats the name; the tool refuses it and
     the author's summary follows.
@@ -55,6 +72,7 @@ class DocstringExpert:
 
     summary: str
     qualname: str
+    descriptions: Mapping[str, str] = field(default_factory=dict)
     mistake: bool = False
     max_rewrites: int = 2
 
@@ -66,24 +84,33 @@ class DocstringExpert:
         current = own[-1] if own else self.summary
 
         def submit() -> ToolCall:
-            return call(SUBMIT_TOOL, summary=f"Documented {self.qualname}: {current}")
+            return call(SUBMIT_TOOL)  # the host says what was done
 
-        if not seen:
-            return call("read_signature")
-        last = seen[-1]
-        if last.tool in ("read_signature", "read_current_docstring") and not writes:
+        if not writes:
             if self.mistake:
                 return MistakenCall(
                     name="write_docstring", arguments={"summary": self.wrong_summary()}
                 )
             return choose(request, call("write_docstring", summary=self.summary), submit)
-        if last.tool == "write_docstring" and last.outcome == "success":
-            if not own:
+        if not own:
+            if writes[-1].outcome == "success":
                 raise ExpertError("the name-only summary was not refused")
-            return choose(request, call("check_docstring"), submit)
-        if last.tool in ("write_docstring", "check_docstring"):
-            if last.tool == "check_docstring" and last.summary.startswith("The docstring is clean"):
+            return choose(request, call("write_docstring", summary=self.summary), submit)
+        offered = request.allowed_tools or ()
+        asked = request.choices.get("item") if "describe" in offered else None
+        if asked:
+            item = str(asked[0])
+            text = self.descriptions.get(item)
+            if text is None:
                 return choose(request, submit(), submit)
+            return choose(request, call("describe", item=item, text=text), submit)
+        last = seen[-1]
+        if last.tool in ("write_docstring", "describe") and "Problems:" in last.summary:
+            better = revise_summary(current, last.summary)
+            if better in tried or len(writes) > self.max_rewrites:
+                raise ExpertError(f"no better summary for: {last.summary[:160]}")
+            return choose(request, call("write_docstring", summary=better), submit)
+        if last.tool == "write_docstring" and last.outcome != "success":
             better = revise_summary(current, last.summary) if own else self.summary
             if better in tried or len(writes) > self.max_rewrites:
                 raise ExpertError(f"no better summary for: {last.summary[:160]}")

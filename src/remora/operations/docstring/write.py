@@ -1,0 +1,362 @@
+"""The docstring agent's two host steps around the model's one decision.
+
+``docstring_evidence`` gathers what the model needs to write a docstring, before its first
+turn: the signature, what is left to describe, what the code raises and with which message,
+and how the project calls the function (its tests first, whose asserted results are
+observed values). ``docstring_write`` takes the model's words, refuses the ones that only
+restate a name (filler such as "The offsets." or "The result."), writes the rest and checks
+the result with pydoclint and ruff in the same step; what is still missing is listed, for the
+model's next turn or, in the end, for the person.
+
+Codes: TOOL_101..TOOL_103 path problems, TOOL_105 no definition with that qualname,
+TOOL_106 the file does not parse, TOOL_601 empty summary.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from remora.operations.docstring._format import ParsedDocstring, name_summary, parse_docstring
+from remora.operations.docstring.check import (
+    description_problem,
+    docstring_check,
+    docstring_summary_check,
+)
+from remora.operations.docstring.docstrings import (
+    RETURN_KEY,
+    YIELD_KEY,
+    docstring_of,
+    docstring_set,
+)
+from remora.tools.capabilities.project import is_test_file
+from remora.tools.capabilities.pysource import locate, parse_python
+from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.signature import describe, raise_messages
+from remora.tools.capabilities.store_io import read_text, scan_text, walk_files
+
+COVERED = ("DOC1", "DOC2", "DOC4", "DOC5", "D417", "missing:")
+"""Checker findings that only say something is undescribed (``undescribed`` lists it)."""
+MAX_CALL_LINES = 6
+"""At most this many call lines from the project are shown as evidence."""
+MAX_CALL_CHARS = 160
+_MAX_FILES = 200
+"""Files read when looking for call lines (tests first), so a large project stays quick."""
+
+
+@capability
+def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """What the model needs to document one definition, read by the host.
+
+    ``describe`` lists what has no description yet (parameters, ``return``/``yield``, and
+    exceptions raised without a message to describe them); ``described`` the parameters
+    the current docstring already describes (kept unless rewritten);
+    ``raises`` maps raised exceptions to the raise statement's message; ``calls`` are lines
+    of the project that call the name (tests first); ``text`` renders it all for the model.
+    """
+    relative, text = read_text(ctx, path)
+    tree = parse_python(text, relative)
+    located = locate(tree, qualname, relative)
+    info = describe(text, located)
+    messages = raise_messages(located.node)
+    docstring = docstring_of(tree, qualname)
+    left = _left_out(info, parse_docstring(docstring) if docstring else None)
+    to_describe = [item for item in left if not messages.get(item)]
+    names = [param["name"] for param in info["params"]]
+    calls = _call_lines(ctx, relative, info["name"])
+    lines = [f"Signature: {_signature(info)}"]
+    lines.append(
+        "Describe: " + ", ".join(_label(name) for name in to_describe)
+        if to_describe
+        else "Everything is described already; write the summary."
+    )
+    described = [name for name in names if name not in to_describe]
+    if described:
+        lines.append("Already described (kept unless you rewrite them): " + ", ".join(described))
+    for name in info["raises"]:
+        said = messages.get(name)
+        lines.append(f"Raises {name}" + (f' with the message "{said}"' if said else ""))
+    if calls:
+        lines.append("How the project calls it:")
+        lines.extend(f"  {line}" for line in calls)
+    return {
+        "describe": to_describe,
+        "described": described,
+        "raises": {name: messages.get(name) for name in info["raises"]},
+        "calls": calls,
+        "text": "\n".join(lines),
+    }
+
+
+@capability
+def docstring_write(
+    ctx: CapabilityContext,
+    path: str,
+    qualname: str,
+    summary: str,
+    details: str | None = None,
+    avoid: list[str] | None = None,
+) -> dict[str, Any]:
+    """Write the docstring with the model's summary; the sections come from the code, with
+    the descriptions the docstring already has. Nothing is written when the summary is not
+    usable: ``summary_problem`` says why (see ``docstring_summary_check``; ``avoid`` as
+    there). Then the next item to describe, as :func:`docstring_next` says."""
+    relative, text = read_text(ctx, path)
+    tree = parse_python(text, relative)
+    name = describe(text, locate(tree, qualname, relative))["name"]
+    checked_summary = docstring_summary_check(ctx, summary, name, avoid)
+    if not checked_summary["ok"]:
+        return {"written": False, "summary_problem": checked_summary["problem"]}
+    extra = details.strip() if details and details.strip() else None
+    written = docstring_set(ctx, relative, qualname, summary, None, extra)
+    return {
+        "written": True,
+        "action": written["action"],
+        "docstring": written["docstring"],
+        "diff": written["diff"],
+        **docstring_next(ctx, relative, qualname),
+    }
+
+
+@capability
+def docstring_describe(
+    ctx: CapabilityContext, path: str, qualname: str, item: str, text: str
+) -> dict[str, Any]:
+    """Add the model's description of one ``item`` (a parameter, ``return``, ``yield`` or an
+    exception the code raises) to the docstring, unless it only restates a name
+    (``refused`` says why). Either way the item is not asked again; then the next item,
+    as :func:`docstring_next` says."""
+    relative, source = read_text(ctx, path)
+    tree = parse_python(source, relative)
+    info = describe(source, locate(tree, qualname, relative))
+    asked = _asked(ctx, relative, qualname)
+    asked.add(item)
+    annotations = {param["name"]: param["annotation"] or "" for param in info["params"]}
+    summary = _summary_of(tree, qualname)
+    seen = [summary or "", *_written(ctx, relative, qualname)]
+    params: dict[str, str] = {}
+    returns: str | None = None
+    raises: dict[str, str] = {}
+    refused: str | None
+    if item in annotations:
+        refused = description_problem(text, item, annotations[item], seen)
+        params = {item: text}
+    elif item == _value_item(info):
+        refused = description_problem(text, info["name"], info["returns"] or "", seen)
+        returns = text
+    elif item in info["raises"]:
+        refused = description_problem(text, item, "", seen)
+        raises = {item: text}
+    else:
+        refused = "nothing of that name to describe"
+    if refused is None and summary is not None:
+        docstring_set(ctx, relative, qualname, summary, None, None, params, returns, raises)
+        _written(ctx, relative, qualname).append(text)
+    elif refused is None:
+        refused = "the docstring has no summary yet"
+    return {"item": item, "refused": refused, **docstring_next(ctx, relative, qualname)}
+
+
+@capability
+def docstring_next(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """What is left: ``undescribed`` (parameters, ``return``/``yield``, exceptions the
+    docstring leaves out), ``next`` (the first of them not asked yet this job; None when
+    none is left or the operation's ``describe`` option is false) and ``done`` (nothing
+    undescribed and the checkers find nothing)."""
+    relative, text = read_text(ctx, path)
+    tree = parse_python(text, relative)
+    info = describe(text, locate(tree, qualname, relative))
+    docstring = docstring_of(tree, qualname)
+    parsed = parse_docstring(docstring) if docstring else None
+    undescribed = _left_out(info, parsed)
+    asked = _asked(ctx, relative, qualname)
+    checked = docstring_check(ctx, relative, qualname)
+    options = ctx.system.get("options")
+    ask = options.get("describe", True) if isinstance(options, Mapping) else True
+    upcoming = next((item for item in undescribed if item not in asked), None) if ask else None
+    names = {param["name"] for param in info["params"]}
+    return {
+        "undescribed": undescribed,
+        "next": upcoming,
+        "next_is_param": upcoming in names,
+        "problems": [f"{p['code']}: {p['message']}" for p in checked["problems"]],
+        "done": checked["clean"] and not undescribed,
+    }
+
+
+@capability
+def docstring_ask(ctx: CapabilityContext, left: dict[str, Any], action: str) -> dict[str, Any]:
+    """The tool result after a write: ``action`` (what was done), then the next item for the
+    model to describe (the grammar holds its ``item`` to that name; submitting leaves it
+    and the rest for the person), or the summary to reword when the checkers complain
+    about it, or ``submit_result`` alone, which the host calls: nothing is left that the
+    model is asked for."""
+    item = left.get("next")
+    if item is not None:
+        return {
+            "outcome": "success",
+            "summary": f"{action}\nNow call describe with item {item}: "
+            + _ask(item, bool(left.get("next_is_param"))),
+            "next_tools": ["describe", "submit_result"],
+            "choices": {"item": [item]},
+        }
+    other = [problem for problem in left.get("problems", []) if not problem.startswith(COVERED)]
+    if other:
+        return {
+            "outcome": "success",
+            "summary": f"{action}\nProblems: " + "; ".join(other[:4]) + ". Call write_docstring "
+            "again with a better summary, or submit_result to leave them for the person.",
+            "next_tools": ["write_docstring", "submit_result"],
+        }
+    return {"outcome": "success", "summary": action, "next_tools": ["submit_result"]}
+
+
+def _ask(item: str, is_param: bool) -> str:
+    if is_param:
+        return f"what `{item}` means and which values it takes."
+    if item == RETURN_KEY:
+        return "what the returned value is."
+    if item == YIELD_KEY:
+        return "what the values it yields are."
+    return f"when {item} is raised."
+
+
+def _summary_of(tree: ast.Module, qualname: str) -> str | None:
+    """The summary line of the current docstring, if there is one."""
+    docstring = docstring_of(tree, qualname)
+    return parse_docstring(docstring).summary or None if docstring else None
+
+
+def _left_out(info: dict[str, Any], parsed: ParsedDocstring | None) -> list[str]:
+    """What a complete docstring describes and this one (None: there is none) does not."""
+    documented = parsed.params if parsed else {}
+    left = [param["name"] for param in info["params"] if param["name"] not in documented]
+    if info["kind"] == "class":
+        return left
+    if info["is_generator"]:
+        if not (parsed and parsed.yields):
+            left.append(YIELD_KEY)
+    elif _returns_value(info) and not (parsed and parsed.returns):
+        left.append(RETURN_KEY)
+    raised = parsed.raises if parsed else {}
+    return left + [name for name in info["raises"] if name not in raised]
+
+
+def _value_item(info: dict[str, Any]) -> str | None:
+    """``yield`` for a generator, ``return`` for code that returns a value, else None."""
+    if info["kind"] == "class":
+        return None
+    if info["is_generator"]:
+        return YIELD_KEY
+    return RETURN_KEY if _returns_value(info) else None
+
+
+def _returns_value(info: dict[str, Any]) -> bool:
+    annotation = info["returns"]
+    return bool(
+        (annotation and annotation not in ("None", "NoReturn", "Never"))
+        or (not annotation and info["returns_value"])
+    )
+
+
+def _asked(ctx: CapabilityContext, path: str, qualname: str) -> set[str]:
+    """The items the model was asked to describe in this job (each is asked once)."""
+    asked: dict[tuple[str, str], set[str]] = ctx.state.setdefault(f"{__name__}.asked", {})
+    return asked.setdefault((path, qualname), set())
+
+
+def _written(ctx: CapabilityContext, path: str, qualname: str) -> list[str]:
+    """The descriptions written in this job (a later one may not copy them)."""
+    written: dict[tuple[str, str], list[str]] = ctx.state.setdefault(f"{__name__}.written", {})
+    return written.setdefault((path, qualname), [])
+
+
+@capability
+def docstring_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """The job's outcome on the host's word: ``success`` when the docstring describes
+    everything and the checkers find nothing, ``partial`` when it is written but leaves
+    something for the person (listed), ``failed`` when there is none."""
+    relative, text = read_text(ctx, path)
+    if docstring_of(parse_python(text, relative), qualname) is None:
+        return {
+            "status": "failed",
+            "summary": f"no docstring written for {qualname}: no usable summary",
+            "details": {},
+        }
+    left = docstring_next(ctx, relative, qualname)
+    details = {"undescribed": left["undescribed"], "problems": left["problems"]}
+    summary = _summary_of(parse_python(text, relative), qualname)
+    if left["done"]:
+        return {
+            "status": "success",
+            "summary": f"Docstring of {qualname}: {summary}",
+            "details": details,
+        }
+    parts = []
+    if left["undescribed"]:
+        parts.append("describe " + ", ".join(_label(item) for item in left["undescribed"]))
+    other = [problem for problem in left["problems"] if not problem.startswith(COVERED)]
+    parts.extend(other[:2])
+    return {
+        "status": "partial",
+        "summary": f"Docstring of {qualname}: {summary} Left for you: " + "; ".join(parts),
+        "details": details,
+    }
+
+
+@capability
+def docstring_host_only(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """Everything the host writes without a model: the current summary (or, with none, one
+    made from the name), the sections from the code with the descriptions the docstring
+    already has and the raise statements' messages; then the verdict."""
+    relative, text = read_text(ctx, path)
+    tree = parse_python(text, relative)
+    located = locate(tree, qualname, relative)
+    current = docstring_check(ctx, relative, qualname)
+    name = describe(text, located)["name"]
+    summary = current["summary"] or name_summary(name)
+    docstring_set(ctx, relative, qualname, summary)
+    verdict = docstring_verdict(ctx, relative, qualname)
+    if not current["summary"]:
+        verdict["summary"] += " (the summary is made from the name: no model was asked)"
+    return verdict
+
+
+def _signature(info: dict[str, Any]) -> str:
+    params = []
+    for param in info["params"]:
+        stars = {"var_positional": "*", "var_keyword": "**"}.get(param["kind"], "")
+        text = stars + param["name"]
+        if param["annotation"]:
+            text += f": {param['annotation']}"
+        if param["default"] is not None:
+            text += f" = {param['default']}"
+        params.append(text)
+    shown = f"{info['name']}({', '.join(params)})"
+    return shown + (f" -> {info['returns']}" if info["returns"] else "")
+
+
+def _label(name: str) -> str:
+    return {RETURN_KEY: "the return value", YIELD_KEY: "the values it yields"}.get(name, name)
+
+
+def _call_lines(ctx: CapabilityContext, relative: str, name: str) -> list[str]:
+    """Lines of other project files that call ``name``, tests first."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\(|\.{re.escape(name)}\(")
+    files = [path for path in walk_files(ctx, "", (".py",)) if path != relative]
+    files.sort(key=lambda path: not is_test_file(path))
+    found: list[str] = []
+    for path in files[:_MAX_FILES]:
+        text = scan_text(ctx, path)
+        if text is None or name not in text:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if pattern.search(stripped) and not stripped.startswith(("def ", "#", "class ")):
+                shown = stripped if len(stripped) <= MAX_CALL_CHARS else stripped[:MAX_CALL_CHARS]
+                found.append(f"{path}:{number}: {shown}")
+                if len(found) >= MAX_CALL_LINES:
+                    return found
+    return found
