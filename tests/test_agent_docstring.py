@@ -37,6 +37,8 @@ def _helper(x):
     return x
 '''
 GOOD = "Return the price after taking off a percentage discount."
+DESCRIBE = {"describe": True}
+"""Descriptions are asked for only with this option (the default leaves them to the person)."""
 IDEAL = [
     call("write_docstring", summary=GOOD),
     call("describe", item="price_cents", text="Price before the discount, in cents."),
@@ -59,12 +61,14 @@ def _docstring(text: str, name: str) -> str | None:
 def test_the_ideal_sequence_writes_a_clean_docstring(project: Path) -> None:
     """The model writes the summary and each description it is asked for; the host builds
     the sections, checks, and submits once nothing is left."""
-    outcome = run_operation(project, "docstring", "prices.py", IDEAL, qualname="apply_discount")
+    outcome = run_operation(
+        project, "docstring", "prices.py", IDEAL, qualname="apply_discount", options=DESCRIBE
+    )
     assert outcome.result.status == "success", outcome.result
     assert outcome.result.details["problems"] == []
     assert outcome.result.summary == f"Docstring of apply_discount: {GOOD}"
     assert outcome.model_calls == 4
-    assert outcome.result.telemetry.host_steps == 1
+    assert outcome.result.telemetry.host_steps == 2  # read_signature first, submit_result last
     written = _docstring(outcome.changed["prices.py"], "apply_discount")
     assert written == (
         f"{GOOD}\n\n"
@@ -84,13 +88,35 @@ def test_the_model_sees_the_evidence_and_is_asked_one_item_at_a_time(project: Pa
         "from prices import apply_discount\n\n\ndef test_half():\n"
         "    assert apply_discount(1000, 50) == 500\n"
     )
-    outcome = run_operation(project, "docstring", "prices.py", IDEAL, qualname="apply_discount")
+    outcome = run_operation(
+        project, "docstring", "prices.py", IDEAL, qualname="apply_discount", options=DESCRIBE
+    )
     first = outcome.requests[0].messages[1].content
     assert "Describe: price_cents, percent, the return value" in first
     assert 'Raises ValueError with the message "percent must be between 0 and 100"' in first
     assert "test_prices.py:5: assert apply_discount(1000, 50) == 500" in first
     asked = [request.choices for request in outcome.requests[1:]]
     assert asked == [{"item": ["price_cents"]}, {"item": ["percent"]}, {"item": ["return"]}]
+
+
+def test_by_default_the_model_writes_the_summary_only(project: Path) -> None:
+    outcome = run_operation(project, "docstring", "prices.py", IDEAL[:1], qualname="apply_discount")
+    assert outcome.model_calls == 1
+    assert "describe" not in outcome.offered_tools
+    assert outcome.result.status == "partial"
+    assert "Left for you: describe price_cents, percent, the return value" in outcome.result.summary
+    first = outcome.requests[0].messages
+    assert [m.role for m in first] == ["system", "user", "assistant", "tool"]
+    assert first[2].tool_calls[0].name == "read_signature"  # the host's opening step
+    written = _docstring(outcome.changed["prices.py"], "apply_discount") or ""
+    assert written == (f"{GOOD}\n\nRaises:\n    ValueError: Percent must be between 0 and 100.")
+
+
+def test_the_summary_is_put_in_the_imperative_mood(project: Path) -> None:
+    script = [call("write_docstring", summary="Returns the price after the discount.")]
+    outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
+    written = _docstring(outcome.changed["prices.py"], "apply_discount") or ""
+    assert written.startswith("Return the price after the discount.\n")
 
 
 def test_numpy_style_comes_from_the_options(project: Path) -> None:
@@ -100,7 +126,7 @@ def test_numpy_style_comes_from_the_options(project: Path) -> None:
         "prices.py",
         IDEAL,
         qualname="apply_discount",
-        options={"style": "numpy"},
+        options={"style": "numpy", **DESCRIBE},
     )
     assert outcome.result.status == "success", outcome.result
     written = _docstring(outcome.changed["prices.py"], "apply_discount") or ""
@@ -116,37 +142,45 @@ def test_filler_is_refused_and_left_for_the_person(project: Path) -> None:
         IDEAL[2],
         call("describe", item="return", text="The result."),
     ]
-    outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
+    outcome = run_operation(
+        project, "docstring", "prices.py", script, qualname="apply_discount", options=DESCRIBE
+    )
     assert outcome.result.status == "partial", outcome.result
     assert "Left for you: describe price_cents, the return value" in outcome.result.summary
     assert outcome.result.details["undescribed"] == ["price_cents", "return"]
     written = _docstring(outcome.changed["prices.py"], "apply_discount") or ""
     assert "price cents" not in written.lower() and "The result" not in written
     assert "percent: Share of the price taken off, from 0 to 100." in written
-    assert "Not written (only restates the name)" in outcome.tool_summaries[1]
+    assert "Not written (only restates the name)" in outcome.tool_summaries[2]
 
 
 def test_a_summary_that_repeats_the_name_is_refused(project: Path) -> None:
     script = [call("write_docstring", summary="Apply discount."), *IDEAL]
-    outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
+    outcome = run_operation(
+        project, "docstring", "prices.py", script, qualname="apply_discount", options=DESCRIBE
+    )
     assert outcome.result.status == "success"
     assert outcome.tools.errors == 1
-    assert "only repeats the name `apply_discount`" in outcome.tool_summaries[0]
+    assert "only repeats the name `apply_discount`" in outcome.tool_summaries[1]
     assert (_docstring(outcome.changed["prices.py"], "apply_discount") or "").startswith(GOOD)
 
 
 def test_an_invalid_argument_is_refused_before_any_tool_runs(project: Path) -> None:
     script = [call("write_docstring", text=GOOD), *IDEAL]
-    outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
+    outcome = run_operation(
+        project, "docstring", "prices.py", script, qualname="apply_discount", options=DESCRIBE
+    )
     assert outcome.result.status == "success"
     assert outcome.result.telemetry.invalid_calls == 1
-    assert "missing required argument 'summary'" in outcome.tool_summaries[0]
+    assert "missing required argument 'summary'" in outcome.tool_summaries[1]
 
 
 def test_when_no_summary_is_usable_the_job_fails_and_changes_nothing(project: Path) -> None:
     copied = call("write_docstring", summary="def apply_discount(price_cents, percent):")
     script = [copied, call("submit_result", summary="done")]
-    outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
+    outcome = run_operation(
+        project, "docstring", "prices.py", script, qualname="apply_discount", options=DESCRIBE
+    )
     assert outcome.result.status == "failed"
     assert "no usable summary" in (outcome.result.error or "")
     assert outcome.changed == {}

@@ -40,14 +40,13 @@ def apply(func, values):
 '''
 
 
-def ideal(fixtures: list[str], file_format: str = "json") -> list:  # type: ignore[type-arg]
-    return [
-        call("analyze_signature"),
-        call("propose_fixtures", fixtures=fixtures),
-        call("validate_fixtures"),
-        call("write_fixture_file", format=file_format),
-        call("submit_result", summary="Fixtures written."),
-    ]
+def ideal(fixtures: list[str]) -> list:  # type: ignore[type-arg]
+    """The model's one decision; the host validates, writes and submits."""
+    return [call("propose_fixtures", fixtures=fixtures)]
+
+
+MODEL = {"model_inputs": True}
+"""The model proposes fixtures only with this option (by default the host's are used)."""
 
 
 @pytest.fixture
@@ -56,9 +55,23 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_the_ideal_sequence_writes_yaml_fixtures_of_observed_calls(project: Path) -> None:
-    script = ideal(["5, 0, 10", "1, 2, 0", "'a', 0, 10"], "yaml")
-    outcome = run_operation(project, "sample_data", "pkg/helpers.py", script, qualname="clamp")
+    script = ideal(["5, 0, 10", "1, 2, 0", "'a', 0, 10"])
+    outcome = run_operation(
+        project,
+        "sample_data",
+        "pkg/helpers.py",
+        script,
+        qualname="clamp",
+        options={**MODEL, "format": "yaml"},
+    )
     assert outcome.result.status == "success", outcome.result
+    assert outcome.model_calls == 1
+    assert outcome.tools.names == [
+        "propose_fixtures",
+        "validate_fixtures",
+        "write_fixture_file",
+        "submit_result",
+    ]
     path = "fixtures/pkg/helpers/clamp.yaml"
     assert outcome.result.details["fixture_file"] == path
     data = yaml.safe_load(outcome.changed[path])
@@ -75,14 +88,19 @@ def test_the_ideal_sequence_writes_yaml_fixtures_of_observed_calls(project: Path
 
 def test_a_crashing_fixture_is_dropped_and_the_rest_kept(project: Path) -> None:
     outcome = run_operation(
-        project, "sample_data", "pkg/helpers.py", ideal(["13", "4"]), qualname="risky"
+        project,
+        "sample_data",
+        "pkg/helpers.py",
+        ideal(["13", "4"]),
+        qualname="risky",
+        options=MODEL,
     )
     assert outcome.result.status == "success", outcome.result
     data = json.loads(outcome.changed["fixtures/pkg/helpers/risky.json"])
     args = [f["args"] for f in data["fixtures"]]
     assert [4] in args and [13] not in args
     assert {"args": [4], "kwargs": {}, "returns": 8} in data["fixtures"]
-    assert "crashed" in outcome.tool_summaries[2]
+    assert "crashed" in outcome.tool_summaries[1]
 
 
 def test_an_invalid_fixture_is_refused_with_the_reason(project: Path) -> None:
@@ -92,16 +110,22 @@ def test_an_invalid_fixture_is_refused_with_the_reason(project: Path) -> None:
         "pkg/helpers.py",
         ideal(["__import__('os')", "'--all'"]),
         qualname="parse_flag",
+        options=MODEL,
     )
     assert outcome.result.status == "success", outcome.result
-    assert "Rejected __import__('os'):" in outcome.tool_summaries[1]
+    assert "Rejected __import__('os'):" in outcome.tool_summaries[0]
     data = json.loads(outcome.changed["fixtures/pkg/helpers/parse_flag.json"])
     assert {"args": ["--all"], "kwargs": {}, "returns": "all"} in data["fixtures"]
 
 
 def test_callables_are_written_as_python_expressions(project: Path) -> None:
     outcome = run_operation(
-        project, "sample_data", "pkg/helpers.py", ideal(["str, (1, 2)"]), qualname="apply"
+        project,
+        "sample_data",
+        "pkg/helpers.py",
+        ideal(["str, (1, 2)"]),
+        qualname="apply",
+        options=MODEL,
     )
     assert outcome.result.status == "success", outcome.result
     data = json.loads(outcome.changed["fixtures/pkg/helpers/apply.json"])
@@ -111,16 +135,13 @@ def test_callables_are_written_as_python_expressions(project: Path) -> None:
     assert "$python" in data["note"]
 
 
-def test_the_ablation_switch_uses_host_fixtures_only(project: Path) -> None:
+def test_by_default_the_host_writes_its_own_fixtures_without_the_model(project: Path) -> None:
     outcome = run_operation(
-        project,
-        "sample_data",
-        "pkg/helpers.py",
-        ideal(["'--all'"]),
-        qualname="parse_flag",
-        options={"model_inputs": False},
+        project, "sample_data", "pkg/helpers.py", ideal(["'--all'"]), qualname="parse_flag"
     )
     assert outcome.result.status == "success", outcome.result
+    assert outcome.model_calls == 0
+    assert outcome.result.details["host_only"] is True
     text = outcome.changed["fixtures/pkg/helpers/parse_flag.json"]
     assert "--all" not in text
-    assert "switched off" in outcome.tool_summaries[1]
+    assert json.loads(text)["fixtures"]

@@ -48,13 +48,9 @@ CLAMP_CASES = ["5, 0, 10", "-3, 0, 10", "20, 0, 10", "1, 2, 0"]
 
 
 def ideal(cases: list[str]) -> list:  # type: ignore[type-arg]
-    return [
-        call("analyze_signature"),
-        call("propose_inputs", cases=cases),
-        call("write_tests"),
-        call("run_tests"),
-        call("submit_result", summary="Characterization tests written."),
-    ]
+    """The model's decision (the host runs, writes, measures and submits); a submit in case
+    the host asks for more while coverage still grows."""
+    return [call("propose_inputs", cases=cases), call("submit_result")]
 
 
 @pytest.fixture
@@ -112,7 +108,7 @@ def test_an_invalid_proposal_is_refused_with_the_reason_and_the_job_recovers(
     script = [
         call("propose_inputs", values=["5, 0, 10"]),  # no 'cases': refused before any tool runs
         call("propose_inputs", cases=["open('x')", "5, 0, 10"]),
-        *ideal([])[2:],
+        call("submit_result"),
     ]
     outcome = run_operation(project, "test", "helpers.py", script, qualname="clamp")
     assert outcome.result.status == "success", outcome.result

@@ -13,6 +13,7 @@ from remora.evaluation.report import OperationReport, Score
 from remora.operations.docstring._format import name_summary
 from remora.operations.docstring.evaluation import (
     BASELINE,
+    DESCRIBING,
     FIXED_STEPS,
     HOST_ONLY,
     REFERENCE,
@@ -127,7 +128,7 @@ def test_remora_writes_the_original_words_and_no_filler(
     """With a model that writes the authors' words, Remora's docstrings are as complete as
     the originals, minus what the host refuses as filler."""
     report, _ = written
-    remora = _score(report, REMORA)
+    remora = _score(report, DESCRIBING)
     assert remora.kind == "remora" and remora.error is None
     values = remora.values
     reference = _score(report, REFERENCE).values
@@ -144,9 +145,13 @@ def test_remora_writes_the_original_words_and_no_filler(
     baseline_rouge = _score(report, BASELINE).values["rouge_l"]
     assert isinstance(baseline_rouge, float) and baseline_rouge < 1.0
     for item in _functions(report):
-        result = item["results"][REMORA]
+        result = item["results"][DESCRIBING]
         assert result["summary"] == item["original"]
         assert result["filler"] == []
+    # By default the model is asked for the summary only.
+    default = _score(report, REMORA).values
+    assert default["rouge_l"] == pytest.approx(1.0)
+    assert default["described"] == 0.0 and default["filler"] == 0
 
 
 def test_host_only_writes_no_words_of_its_own(
@@ -156,7 +161,7 @@ def test_host_only_writes_no_words_of_its_own(
     values = _score(report, HOST_ONLY).values
     assert values["coverage"] == 1.0
     assert values["described"] == 0.0 and values["filler"] == 0
-    host, _ = report.remora
+    host, _, _ = report.remora
     assert host.variant == HOST_ONLY and host.mean_turns == 0.0
     assert host.statuses == {"partial": LIMIT}
     for item in _functions(report):
@@ -166,7 +171,7 @@ def test_host_only_writes_no_words_of_its_own(
 
 def test_remora_figures_and_progress(written: tuple[OperationReport, RecordingProgress]) -> None:
     report, progress = written
-    _, figures = report.remora
+    _, figures, _ = report.remora
     assert figures.variant == REMORA
     assert figures.jobs == LIMIT
     assert sum(figures.statuses.values()) == LIMIT
@@ -175,8 +180,8 @@ def test_remora_figures_and_progress(written: tuple[OperationReport, RecordingPr
     assert figures.call_validity == 1.0 and figures.invalid_calls == 0
     assert figures.jobs_per_min is not None and figures.jobs_per_min > 0
     totals = [total for op, total, _, _ in progress.updates if total is not None]
-    assert totals[-1] == FIXED_STEPS + 2 * LIMIT
-    assert progress.advanced("docstring") == FIXED_STEPS + 2 * LIMIT
+    assert totals[-1] == FIXED_STEPS + 3 * LIMIT
+    assert progress.advanced("docstring") == FIXED_STEPS + 3 * LIMIT
     described = [text for _, _, _, text in progress.updates if text]
     finished = [
         t for t in described if t.startswith("remora: ") and t.endswith(("success", "partial"))
@@ -211,7 +216,7 @@ def test_when_remora_cannot_run_its_row_says_why(tmp_path: Path) -> None:
     report = evaluate(ctx)
     remora = _score(report, REMORA)
     assert remora.values == {} and remora.error
-    assert [figures.jobs for figures in report.remora] == [0, 0]
+    assert [figures.jobs for figures in report.remora] == [0, 0, 0]
     assert _score(report, BASELINE).values["coverage"] == 1.0
     totals = [total for _, total, _, _ in progress.updates if total is not None]
     assert totals[-1] == progress.advanced("docstring") == FIXED_STEPS

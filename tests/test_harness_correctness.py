@@ -199,7 +199,7 @@ def test_the_agent_gets_its_operation_options() -> None:
     assert operation_options(installed_operations().config(), agents["docstring"]) == {
         "style": "google",
         "use_model": True,
-        "describe": True,
+        "describe": False,
     }
     assert operation_options(installed_operations().config(), agents["harness"]) == {}
 

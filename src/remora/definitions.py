@@ -37,8 +37,8 @@ Error codes (``AgentDefinitionError``):
 - AGENT_014 the expectation names an unknown tool or input, leaves out a required input,
   does not end with submit_result, or holds a template that does not compile or uses an
   unknown variable
-- AGENT_016 a host step (``step: host``) has a required model-facing input: the host
-  calls it without arguments
+- AGENT_016 a host step (``step: host``) has a required model-facing input (the host
+  calls it without arguments), or ``opening`` names a tool that is not a host step
 """
 
 from __future__ import annotations
@@ -214,6 +214,7 @@ class _RawAgent(_Raw):
     initial_context: InitialContext
     tools: list[_RawTool] = Field(min_length=1)
     precheck: str | None = None
+    opening: list[str] = Field(default_factory=list)
     expectation: Expectation | None = None
 
 
@@ -262,6 +263,10 @@ class SubagentDefinition(BaseModel):
     precheck: Path | None = Field(
         default=None,
         description="A .pym run before the loop, without the model; it may end the job early.",
+    )
+    opening: list[str] = Field(
+        default_factory=list,
+        description="Host steps the host takes before the model's first turn, in order.",
     )
     expectation: Expectation | None = Field(
         default=None, description="What a correct episode is; remora harness checks it."
@@ -653,9 +658,21 @@ class _Validator:
             tools=tools,
             directory=self.directory,
             precheck=self._precheck(),
+            opening=self._opening(tools),
             expectation=self.raw.expectation,
         )
         self.check.definition._capabilities = self.registry
+
+    def _opening(self, tools: Sequence[ToolDefinition]) -> list[str]:
+        steps = {tool.name for tool in tools if tool.host_step}
+        for name in self.raw.opening:
+            if name not in steps:
+                self.problem(
+                    "AGENT_016",
+                    f"opening: {name} is not a tool marked 'step: host'",
+                    "list only host steps in 'opening'",
+                )
+        return list(self.raw.opening)
 
     def _precheck(self) -> Path | None:
         if self.raw.precheck is None:

@@ -347,7 +347,9 @@ def evaluate_command(
             for name, chosen_episodes in planned.items():
                 if not chosen_episodes:
                     continue
-                with open_session(definitions[name], config, "evaluate", None) as session:
+                operation = operations().for_agent(name)
+                options = dict(operation.training_options) if operation is not None else {}
+                with open_session(definitions[name], config, "evaluate", None, options) as session:
                     scores.episodes[name] = [
                         await score_episodes(
                             session,

@@ -106,7 +106,9 @@ class Operation:
     ``agent`` names the agent that runs it (the operation's own name unless said);
     ``agent_dirs`` are folders of agent folders, loaded with the bundled ones. An operation
     without ``evaluate`` cannot be measured by ``remora eval``; one without
-    ``plan_episodes`` has no expert and cannot be traced for training.
+    ``plan_episodes`` has no expert and cannot be traced for training. ``training_options``
+    override ``options`` when episodes are traced: where the default leaves a model decision
+    to the host, training still exercises it.
     """
 
     name: str
@@ -117,6 +119,7 @@ class Operation:
     plan_episodes: EpisodePlanner | None = None
     summary: str = ""
     agent: str | None = None
+    training_options: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def agent_name(self) -> str:

@@ -283,6 +283,7 @@ async def run_job(
         transcript_path=transcript_path,
         run_id=key.run_id,
         job_id=key.job_id,
+        opening=agent.opening,
     )
     if fitted is not None and fitted.cut:
         result.details["node_outlined"] = fitted.describe()

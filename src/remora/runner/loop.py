@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL
-from remora.errors import ModelError, RemoraError
+from remora.errors import ModelError, RemoraError, RunnerError
 from remora.events import (
     AgentDoneEvent,
     Emitter,
@@ -70,8 +70,12 @@ async def run_agent(
     transcript_path: Path | None = None,
     run_id: str | None = None,
     job_id: str | None = None,
+    opening: Sequence[str] = (),
 ) -> AgentResult:
     """Run one agent to a structured result; see the module docstring for the contract.
+
+    ``opening`` names host steps (tools marked ``host_step``) the host takes before the
+    model's first turn, in order, as if each were the only next tool.
 
     Raises ``RunnerError`` (RUN_001) before the first turn when the tools or settings are
     unusable. ``cancel`` (e.g. set on Ctrl-C) and ``settings.job_timeout`` stop the run
@@ -100,6 +104,7 @@ async def run_agent(
         transcript_path=transcript_path,
         run_id=run_id,
         job_id=job_id,
+        opening=opening,
     )
     return await loop.run()
 
@@ -129,8 +134,17 @@ class AgentLoop:
         transcript_path: Path | None = None,
         run_id: str | None = None,
         job_id: str | None = None,
+        opening: Sequence[str] = (),
     ) -> None:
         self.catalog = ToolCatalog(tools)
+        unknown = [name for name in opening if name not in self.catalog.host_steps]
+        if unknown:
+            raise RunnerError(
+                "RUN_001",
+                f"opening step(s) {unknown} are not host steps of this agent",
+                "mark them 'step: host' or leave them out of 'opening'",
+            )
+        self.opening = tuple(opening)
         self.validator = CallValidator(self.catalog.specs)
         self.settings = settings
         self.guards = Guards(self.catalog, settings)
@@ -184,6 +198,11 @@ class AgentLoop:
         return self._finish(result)
 
     async def _run(self) -> AgentResult:
+        for name in self.opening:
+            self.next_tools = [name]
+            finished = await self._host_steps(0)
+            if finished is not None:
+                return finished
         while True:
             stop = self._stop_reason()
             if stop is not None:

@@ -34,7 +34,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -183,6 +183,12 @@ def plan_file(
         skipped["the file is not UTF-8 Python that parses"] += 1
         return
     yield from planner(agent, file, text, seed, skipped, mistakes)
+
+
+def _training_options(agent: str, operations: OperationRegistry) -> Mapping[str, Any]:
+    """The options the operation ``agent`` runs for traces its episodes with."""
+    operation = operations.for_agent(agent)
+    return operation.training_options if operation is not None else {}
 
 
 def _planner(agent: str, operations: OperationRegistry) -> EpisodePlanner:
@@ -453,8 +459,10 @@ def open_session(
     config: RemoraConfig,
     run_id: str,
     count_tokens: Callable[[str], int] | None,
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[Session]:
-    """A session with its own scratch directory and tool runtime, both gone after it."""
+    """A session with its own scratch directory and tool runtime, both gone after it;
+    ``options`` override the operation's own."""
     with (
         tempfile.TemporaryDirectory(prefix="remora-traces-") as scratch,
         ToolRuntime(config.tools) as runtime,
@@ -466,7 +474,7 @@ def open_session(
             scratch=Path(scratch),
             run_id=run_id,
             count_tokens=count_tokens,
-            options=operation_options(config, agent),
+            options={**operation_options(config, agent), **(options or {})},
         )
 
 
@@ -762,7 +770,13 @@ async def generate_traces_async(
             "TRAIN_014", f"cannot write to {folder}: {exc}", "choose a writable output directory"
         ) from None
     with (
-        open_session(agent, config, f"train-{seed}", counter) as session,
+        open_session(
+            agent,
+            config,
+            f"train-{seed}",
+            counter,
+            dict(_training_options(agent_name, operations)),
+        ) as session,
         (folder / EPISODES_FILE).open("a", encoding="utf-8") as journal,
         _progress(progress) as bar,
     ):

@@ -2,7 +2,8 @@
 
 Both observe real calls in the isolated runner from the same inputs (:mod:`.inputs`:
 candidates from the code, the model's proposals); ``test`` writes characterization tests
-(:mod:`.characterization`), ``sample_data`` fixtures (:mod:`.fixtures`). Their agents
+(:mod:`.characterization`), ``sample_data`` fixtures (:mod:`.fixtures`); :mod:`.steps` holds
+the host's evidence and verdicts around the model's one decision. Their agents
 (``agents/test``, ``agents/sample_data``, one shared adapter), evaluation against
 Hypothesis (:mod:`.evaluation`), expert policies (:mod:`.expert`) and training material
 (:mod:`.corpus`) live here.
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remora.operations.base import Operation
-from remora.operations.characterize import characterization, corpus, fixtures, inputs
+from remora.operations.characterize import characterization, corpus, fixtures, inputs, steps
 from remora.tools.capabilities import capabilities_of
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def _evaluate_sample_data(context: EvalContext) -> OperationReport:
 
 
 _AGENTS = (Path(__file__).resolve().parent / "agents",)
-_CAPABILITIES = capabilities_of(characterization, fixtures, inputs)
+_CAPABILITIES = capabilities_of(characterization, fixtures, inputs, steps)
 
 TEST = Operation(
     name="test",
@@ -52,9 +53,12 @@ SAMPLE_DATA = Operation(
     name="sample_data",
     agent_dirs=_AGENTS,
     capabilities=_CAPABILITIES,
-    options={"model_inputs": True, "format": "json"},
+    # The model's fixtures added nothing over the host's in `remora eval` (docs/evaluation.md):
+    # the host alone writes them unless model_inputs is set.
+    options={"model_inputs": False, "format": "json"},
     evaluate=_evaluate_sample_data,
     plan_episodes=corpus.plan_episodes,
+    training_options={"model_inputs": True},
     summary="fixtures a function accepts (vs st.builds/st.from_type)",
 )
 

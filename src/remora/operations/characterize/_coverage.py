@@ -25,6 +25,14 @@ class FunctionCoverage(BaseModel):
     lines_total: int
     branches_covered: int
     branches_total: int
+    missing_lines: list[int] = []
+    missing_branches: list[tuple[int, int]] = []
+    """Branches never taken, as (from line, to line); a negative target leaves the function."""
+
+    @property
+    def complete(self) -> bool:
+        """Every line ran and every branch was taken."""
+        return self.lines_covered == self.lines_total and not self.missing_branches
 
     @property
     def line_rate(self) -> float:
@@ -88,6 +96,8 @@ def function_coverage(file_report: Mapping[str, Any], span: FunctionSpan) -> Fun
         lines_total=len(executed) + len(missing),
         branches_covered=len(taken),
         branches_total=len(taken) + len(not_taken),
+        missing_lines=missing,
+        missing_branches=[(int(arc[0]), int(arc[1])) for arc in not_taken],
     )
 
 

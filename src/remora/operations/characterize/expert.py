@@ -1,5 +1,4 @@
-"""The test and sample_data experts: propose real argument lists the host did not show,
-write, run, submit."""
+"""The test and sample_data experts: propose real argument lists; the host does the rest."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from dataclasses import dataclass
 
 from remora.contracts import SUBMIT_TOOL
 from remora.model.base import ModelRequest, ToolCall
-from remora.operations.experts import ExpertError, Seen, call, choose, seen_results
+from remora.operations.experts import ExpertError, call, choose, seen_results
 
 MAX_CASES = 6
 """At most this many argument lists per proposal (the tools' ``maxItems``)."""
@@ -19,7 +18,7 @@ MAX_CASE_CHARS = 120
 
 def case_batches(cases: Sequence[str], known: Sequence[str] = ()) -> list[list[str]]:
     """The cases a proposal may carry, in batches of at most :data:`MAX_CASES`, leaving
-    out those in ``known`` (the host already runs what it showed)."""
+    out those in ``known``."""
     usable = [
         case
         for case in dict.fromkeys(cases)
@@ -28,26 +27,14 @@ def case_batches(cases: Sequence[str], known: Sequence[str] = ()) -> list[list[s
     return [usable[i : i + MAX_CASES] for i in range(0, len(usable), MAX_CASES)]
 
 
-def shown_cases(seen: Sequence[Seen]) -> list[str]:
-    """The argument lists ``analyze_signature`` showed as already found by the host."""
-    for result in seen:
-        if result.tool != "analyze_signature":
-            continue
-        if isinstance(result.result, dict) and isinstance(result.result.get("cases"), list):
-            return [str(case) for case in result.result["cases"]]
-        found = re.search(r"found, e\.g\. (.*?)(?:\.\s|\n|$)", result.summary)
-        return found.group(1).split(" | ") if found else []
-    return []
-
-
 _PASSED = re.compile(r"(\d+) test\(s\) pass twice")
-_WROTE = re.compile(r"Wrote (\d+) fixture\(s\)")
 
 
 @dataclass
 class TestExpert:
-    """Analyze, propose real argument lists (another batch if none gave a behaviour),
-    write the tests, run them, submit."""
+    """Propose real argument lists (the host already ran its own and shows what they left
+    uncovered), another batch while the tests' coverage grows or when none gave a
+    behaviour; the host writes, runs and submits."""
 
     __test__ = False  # not a pytest class, whatever its name
 
@@ -56,77 +43,46 @@ class TestExpert:
 
     def __call__(self, request: ModelRequest) -> ToolCall:
         seen = seen_results(request)
-        batches = case_batches(self.cases, shown_cases(seen))
+        batches = case_batches(self.cases)
         proposals = [s for s in seen if s.tool == "propose_inputs"]
-        passed = [s for s in seen if s.tool == "run_tests"]
 
         def submit() -> ToolCall:
-            found = _PASSED.search(passed[-1].summary) if passed else None
-            count = found.group(1) if found else "no"
-            return call(
-                SUBMIT_TOOL,
-                summary=f"{count} characterization test(s) of {self.qualname} pass twice.",
-            )
+            return call(SUBMIT_TOOL)  # the host says what was done
 
-        if not seen:
-            return call("analyze_signature")
         if not batches:
-            raise ExpertError("every real argument list is among those the host found")
-        last = seen[-1]
-        if last.tool in ("analyze_signature", "read_existing_tests") and not proposals:
+            raise ExpertError("no real argument list to propose")
+        if not proposals:
             return choose(request, call("propose_inputs", cases=batches[0]), submit)
-        if last.tool == "propose_inputs" and last.outcome != "success":
-            if len(proposals) >= len(batches):
+        last = seen[-1]
+        if last.outcome != "success" and last.tool != "propose_inputs":
+            raise ExpertError(f"{last.tool} failed: {last.summary[:160]}")
+        if len(proposals) >= len(batches):
+            if last.tool == "propose_inputs" and last.outcome != "success":
                 raise ExpertError("no argument list gave a usable behaviour")
-            return choose(request, call("propose_inputs", cases=batches[len(proposals)]), submit)
-        follows = {"propose_inputs": "write_tests", "write_tests": "run_tests"}
-        if last.tool in follows and last.outcome == "success":
-            return choose(request, call(follows[last.tool]), submit)
-        if last.tool == "run_tests" and last.outcome == "success":
             return choose(request, submit(), submit)
-        raise ExpertError(f"{last.tool} failed: {last.summary[:160]}")
+        return choose(request, call("propose_inputs", cases=batches[len(proposals)]), submit)
 
 
 @dataclass
 class SampleDataExpert:
-    """Analyze, propose real argument lists as fixtures, validate them (another batch if
-    none calls the function cleanly), write the fixture file, submit."""
+    """Propose real argument lists as fixtures (another batch if none calls the function
+    cleanly); the host validates, writes the fixture file and submits."""
 
     cases: Sequence[str]
     qualname: str
 
     def __call__(self, request: ModelRequest) -> ToolCall:
         seen = seen_results(request)
-        batches = case_batches(self.cases, shown_cases(seen))
+        batches = case_batches(self.cases)
         proposals = [s for s in seen if s.tool == "propose_fixtures"]
-        written = [s for s in seen if s.tool == "write_fixture_file"]
 
         def submit() -> ToolCall:
-            found = _WROTE.search(written[-1].summary) if written else None
-            count = found.group(1) if found else "no"
-            return call(
-                SUBMIT_TOOL,
-                summary=f"{count} fixture(s) of {self.qualname} with their observed results.",
-            )
+            return call(SUBMIT_TOOL)  # the host says what was done
 
-        if not seen:
-            return call("analyze_signature")
         if not batches:
-            raise ExpertError("every real argument list is among those the host found")
-        last = seen[-1]
-        if last.tool == "analyze_signature" and not proposals:
+            raise ExpertError("no real argument list to propose")
+        if not proposals:
             return choose(request, call("propose_fixtures", fixtures=batches[0]), submit)
-        if last.tool == "validate_fixtures" and last.outcome != "success":
-            if len(proposals) >= len(batches):
-                raise ExpertError("no fixture calls the function without an argument error")
-            batch = batches[len(proposals)]
-            return choose(request, call("propose_fixtures", fixtures=batch), submit)
-        follows = {
-            "propose_fixtures": "validate_fixtures",
-            "validate_fixtures": "write_fixture_file",
-        }
-        if last.tool in follows and last.outcome == "success":
-            return choose(request, call(follows[last.tool]), submit)
-        if last.tool == "write_fixture_file" and last.outcome == "success":
-            return choose(request, submit(), submit)
-        raise ExpertError(f"{last.tool} failed: {last.summary[:160]}")
+        if len(proposals) >= len(batches):
+            raise ExpertError("no fixture calls the function without an argument error")
+        return choose(request, call("propose_fixtures", fixtures=batches[len(proposals)]), submit)

@@ -355,3 +355,19 @@ def name_summary(name: str) -> str:
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").split()
     text = " ".join(words).lower()
     return text[:1].upper() + text[1:] + "."
+
+
+_THIRD_PERSON = re.compile(r"^([A-Z][a-z]+?)(ies|sses|shes|ches|xes|zes|s)\b")
+_KEEP_S = frozenset({"This", "Is", "Has", "Was", "Does", "Its", "As", "Always", "Thus"})
+_NOT_A_VERB = ("us", "ss", "is", "as", "os", "ys")
+"""Endings of words with an ``s`` that is not a verb's third person (Status, Alias)."""
+
+
+def imperative(summary: str) -> str:
+    """``Returns the x.`` -> ``Return the x.``: the mood the agent's prompt asks for."""
+    found = _THIRD_PERSON.match(summary)
+    if not found or found.group(0) in _KEEP_S or found.group(0).endswith(_NOT_A_VERB):
+        return summary
+    stem, ending = found.group(1), found.group(2)
+    word = {"ies": stem + "y", "s": stem}.get(ending, stem + ending[:-2])
+    return word + summary[found.end() :]

@@ -24,7 +24,9 @@ Rows, each measured the same way on its own copy:
   raise statements' messages) and leaves the descriptions to the person;
 * remora: the docstring agent on the chosen functions (``file::name`` selectors) with
   ``operations.docstring.options.missing_only=true`` and ``discovery.node_types=[function]``,
-  every change accepted.
+  every change accepted: by default the model writes the summary;
+* remora (model describes): the same with ``operations.docstring.options.describe=true``:
+  the model is asked for each parameter's, return value's and exception's description too.
 
 Columns. Everything but public coverage is over the chosen functions, and a function
 without a docstring fails every check (similarities 0):
@@ -102,10 +104,17 @@ REFERENCE = "original docstrings"
 BASELINE = "name summary"
 REMORA = "remora"
 HOST_ONLY = "remora (host only)"
+DESCRIBING = "remora (model describes)"
 REMORA_SETS = ("operations.docstring.options.missing_only=true", "discovery.node_types=[function]")
-HOST_ONLY_SETS = (*REMORA_SETS, "operations.docstring.options.use_model=false")
+VARIANTS = (
+    (HOST_ONLY, (*REMORA_SETS, "operations.docstring.options.use_model=false"), "host-only"),
+    (REMORA, REMORA_SETS, "remora"),
+    (DESCRIBING, (*REMORA_SETS, "operations.docstring.options.describe=true"), "describing"),
+)
+"""Remora's rows: the host alone, the default (the model writes the summary) and the model
+asked for the descriptions too; their names, settings and scratch folders."""
 CHECK_TIMEOUT_S = 300.0
-FIXED_STEPS = 6  # strip, write the baseline, measure four rows
+FIXED_STEPS = 4 + len(VARIANTS)  # strip, write the baseline, measure every row
 PYDOCLINT = (
     "import sys; from pydoclint.main import main; sys.exit(main())",
     f"--style={STYLE}",
@@ -305,15 +314,16 @@ def evaluate(ctx: EvalContext) -> OperationReport:
     reference = measure(ctx.original, chosen)
     ctx.progress.done()
     baseline, baseline_score = _baseline(ctx, stripped, chosen)
-    host_run, host_written, host_score = _remora(ctx, stripped, chosen, HOST_ONLY, HOST_ONLY_SETS)
-    earlier = len(host_run.jobs)
-    run, written, remora_score = _remora(ctx, stripped, chosen, REMORA, REMORA_SETS, earlier)
+    runs: list[tuple[str, RemoraRun, Measurement | None, Score]] = []
+    for index, (name, sets, folder) in enumerate(VARIANTS):
+        earlier = sum(len(run.jobs) for _, run, _, _ in runs)
+        later = len(VARIANTS) - index - 1
+        runs.append((name, *_remora(ctx, stripped, chosen, name, sets, folder, earlier, later)))
 
     rows = [
         (REFERENCE, reference),
         (BASELINE, baseline),
-        (HOST_ONLY, host_written),
-        (REMORA, written),
+        *((name, written) for name, _, written, _ in runs),
     ]
     notes = [
         f"{len(chosen)} of {len(pool)} candidate functions (public, a docstring on lines of "
@@ -328,10 +338,9 @@ def evaluate(ctx: EvalContext) -> OperationReport:
         scores=[
             _score(REFERENCE, "reference", reference),
             baseline_score,
-            host_score,
-            remora_score,
+            *(score for _, _, _, score in runs),
         ],
-        remora=[host_run.figures(HOST_ONLY, OPERATION), run.figures(REMORA, OPERATION)],
+        remora=[run.figures(name, OPERATION) for name, run, _, _ in runs],
         notes=notes,
         details={
             "candidates": len(pool),
@@ -364,15 +373,17 @@ def _remora(
     chosen: Sequence[Chosen],
     name: str,
     sets: Sequence[str],
-    earlier: int = 0,
+    folder: str,
+    earlier: int,
+    later: int,
 ) -> tuple[RemoraRun, Measurement | None, Score]:
-    """One Remora row (``name``, run with ``sets``): the docstring agent on the chosen
-    functions, one progress step a job (after the ``earlier`` rows' jobs; each later row is
-    expected to run as many); measured when any job ran."""
+    """One Remora row (``name``, run with ``sets`` in the scratch ``folder``): the docstring
+    agent on the chosen functions, one progress step a job, after the ``earlier`` rows'
+    jobs and expecting each of the ``later`` rows to run as many; measured when any job
+    ran."""
     ctx.progress.doing(f"{name}: docstring jobs")
-    project = ctx.scratch("remora-host-only" if name == HOST_ONLY else "remora", stripped)
+    project = ctx.scratch(folder, stripped)
     finished_jobs: list[JobRecord] = []
-    later = 1 if name == HOST_ONLY else 0
 
     def planned(count: int) -> None:
         ctx.progress.expect(FIXED_STEPS + earlier + count * (1 + later))

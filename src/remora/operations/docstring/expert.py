@@ -10,28 +10,12 @@ from dataclasses import dataclass, field
 
 from remora.contracts import SUBMIT_TOOL
 from remora.model.base import ModelRequest, ToolCall
-from remora.operations.docstring._format import name_summary, parse_docstring
+from remora.operations.docstring._format import imperative, name_summary, parse_docstring
 from remora.operations.docstring.docstrings import RETURN_KEY, YIELD_KEY
 from remora.operations.experts import ExpertError, MistakenCall, call, choose, seen_results
 
 MAX_SUMMARY_CHARS = 100
 """At most this long a docstring summary (``write_docstring``'s ``maxLength``)."""
-
-
-_THIRD_PERSON = re.compile(r"^([A-Z][a-z]+?)(ies|sses|shes|ches|xes|zes|s)\b")
-_KEEP_S = frozenset({"This", "Is", "Has", "Was", "Does", "Its", "As", "Always", "Thus"})
-_NOT_A_VERB = ("us", "ss", "is", "as", "os", "ys")
-"""Endings of words with an ``s`` that is not a verb's third person (Status, Alias)."""
-
-
-def imperative(summary: str) -> str:
-    """``Returns the x.`` -> ``Return the x.``: the mood the agent's prompt asks for."""
-    found = _THIRD_PERSON.match(summary)
-    if not found or found.group(0) in _KEEP_S or found.group(0).endswith(_NOT_A_VERB):
-        return summary
-    stem, ending = found.group(1), found.group(2)
-    word = {"ies": stem + "y", "s": stem}.get(ending, stem + ending[:-2])
-    return word + summary[found.end() :]
 
 
 def revise_summary(summary: str, problems: str) -> str:

@@ -19,7 +19,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from remora.operations.docstring._format import ParsedDocstring, name_summary, parse_docstring
+from remora.operations.docstring._format import (
+    ParsedDocstring,
+    imperative,
+    name_summary,
+    parse_docstring,
+)
 from remora.operations.docstring.check import (
     description_problem,
     docstring_check,
@@ -99,8 +104,9 @@ def docstring_write(
     details: str | None = None,
     avoid: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Write the docstring with the model's summary; the sections come from the code, with
-    the descriptions the docstring already has. Nothing is written when the summary is not
+    """Write the docstring with the model's summary (in the imperative mood: "Counts" ->
+    "Count"); the sections come from the code, with the descriptions the docstring already
+    has. Nothing is written when the summary is not
     usable: ``summary_problem`` says why (see ``docstring_summary_check``; ``avoid`` as
     there). Then the next item to describe, as :func:`docstring_next` says."""
     relative, text = read_text(ctx, path)
@@ -110,6 +116,7 @@ def docstring_write(
     if not checked_summary["ok"]:
         return {"written": False, "summary_problem": checked_summary["problem"]}
     extra = details.strip() if details and details.strip() else None
+    summary = imperative(" ".join(summary.split()))  # "Counts the words." -> "Count the words."
     written = docstring_set(ctx, relative, qualname, summary, None, extra)
     return {
         "written": True,
@@ -151,6 +158,8 @@ def docstring_describe(
         raises = {item: text}
     else:
         refused = "nothing of that name to describe"
+    if refused is None and f"{info['name']}(" in text:
+        refused = "copies the signature"
     if refused is None and summary is not None:
         docstring_set(ctx, relative, qualname, summary, None, None, params, returns, raises)
         _written(ctx, relative, qualname).append(text)

@@ -1,0 +1,163 @@
+"""The host's side of the test and sample_data agents: the evidence put before the model, and
+the verdicts the host gives on its own word.
+
+The host runs the argument lists it finds itself (doctests, call sites, tests, defaults,
+literals, names) before the model is asked anything: for ``test`` it writes the tests and runs
+them twice with coverage, then shows the model the function's source with the lines and
+branches its tests never reached; for ``sample_data`` it validates its fixtures and shows
+the model which ones call and which fail. The model is asked only for argument lists the
+host could not find, and only while they can still help (coverage incomplete and growing).
+
+Codes: the TOOL_7xx codes of :mod:`.inputs` and :mod:`.characterization`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from remora import pyast
+from remora.operations.characterize.characterization import (
+    characterization_result,
+    verified_report,
+)
+from remora.operations.characterize.fixtures import fixtures_result
+from remora.operations.characterize.inputs import draft, load_target, observe_cases
+from remora.tools.capabilities.pysource import find_definition
+from remora.tools.capabilities.registry import CapabilityContext, capability
+
+MAX_SHOWN_LINES = 60
+"""At most this many source lines are shown; a longer function is shown around its gaps."""
+
+
+@capability
+def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """What the tests verified so far leave out, for the model: ``text`` is the function's
+    numbered source with each line never run and each branch never taken marked;
+    ``complete`` when nothing is left; ``grew`` whether coverage grew since the last call
+    in this job (true the first time)."""
+    report = verified_report(ctx, path, qualname)
+    target = load_target(ctx, path, qualname)
+    if report is None:
+        return {"complete": False, "grew": False, "text": "No generated test passes yet."}
+    coverage = report["coverage"]
+    missing = set(coverage.get("missing_lines", []))
+    exits: dict[int, list[int]] = {}
+    for start, end in coverage.get("missing_branches", []):
+        exits.setdefault(int(start), []).append(int(end))
+    reached = coverage["lines_covered"] + coverage["branches_covered"]
+    seen: dict[tuple[str, str], int] = ctx.state.setdefault(f"{__name__}.reached", {})
+    key = (target.path, qualname)
+    grew = key not in seen or reached > seen[key]
+    seen[key] = reached
+    complete = not missing and not exits
+    marked = _marked_source(target.source, qualname, missing, exits)
+    text = (
+        f"The host's argument lists ran; {len(report['kept'])} test(s) pass twice: "
+        f"{report['coverage_summary']}."
+    )
+    if not complete:
+        text += " Lines never run and branches never taken are marked:\n" + marked
+    return {"complete": complete, "grew": grew, "text": text}
+
+
+@capability
+def inputs_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """The function's signature and what the host's own argument lists did when called, for
+    the model that is asked for more: ``kept`` counts those that call without an argument
+    error."""
+    target = load_target(ctx, path, qualname)
+    job = draft(ctx, target.path, qualname)
+    observed = observe_cases(ctx, path, qualname, job.model_inputs)
+    params = []
+    for param in target.signature["params"]:
+        text = param["name"]
+        if param["default"] is not None:
+            text += "=" + param["default"]
+        params.append(text)
+    lines = [f"Signature: {target.name}({', '.join(params)})"]
+    if target.needs_receiver:
+        lines.append("It is called on an instance of its class.")
+    kept = observed["verdicts"].get("kept", 0)
+    lines.append(f"The host ran {observed['observed']} argument list(s); {kept} call(s) worked:")
+    lines.extend(f"  {item['call']} {item['outcome']}" for item in observed["kept"][:6])
+    for item in observed["problems"][:4]:
+        lines.append(f"  {item['call']}: {item['verdict']} ({item['reason']})")
+    return {"kept": kept, "text": "\n".join(lines)}
+
+
+@capability
+def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
+    """The test job's outcome on the host's word: the tests that pass twice and their
+    coverage, taking the steps not taken yet first (``failed`` when no test passes)."""
+    report = characterization_result(ctx, path, qualname)
+    if not report["ok"]:
+        return {"status": "failed", "summary": report["reason"], "details": {}}
+    coverage = report["coverage"]
+    return {
+        "status": "success",
+        "summary": f"{len(report['kept'])} characterization test(s) in {report['path']} "
+        f"pass twice; {report['coverage_summary']}",
+        "details": {
+            "test_file": report["path"],
+            "tests": report["kept"],
+            "dropped": report["dropped"],
+            "lines_covered": coverage["lines_covered"],
+            "lines_total": coverage["lines_total"],
+            "branches_covered": coverage["branches_covered"],
+            "branches_total": coverage["branches_total"],
+            "line_rate": report["line_rate"],
+            "branch_rate": report["branch_rate"],
+        },
+    }
+
+
+@capability
+def fixture_verdict(
+    ctx: CapabilityContext, path: str, qualname: str, format: str = "json"
+) -> dict[str, Any]:
+    """The sample_data job's outcome on the host's word: the fixture file written from the
+    calls observed, validating and writing first when needed (``failed`` when none)."""
+    report = fixtures_result(ctx, path, qualname, format)
+    if not report["ok"]:
+        return {"status": "failed", "summary": report["reason"], "details": {}}
+    return {
+        "status": "success",
+        "summary": f"{report['fixtures']} fixture(s) in {report['path']} "
+        f"({report['raising']} raise an expected exception)",
+        "details": {
+            "fixture_file": report["path"],
+            "fixtures": report["fixtures"],
+            "raising": report["raising"],
+            "results_omitted": report["results_omitted"],
+        },
+    }
+
+
+def _marked_source(
+    source: str, qualname: str, missing: set[int], exits: dict[int, list[int]]
+) -> str:
+    """The function's lines, numbered, with ``# never run`` and ``# never goes to line N``
+    (``# never leaves the function here``) marks."""
+    located = find_definition(pyast.parse(source), qualname)
+    lines = source.splitlines()
+    if located is None:
+        return ""
+    node = located.node
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+    last = getattr(node, "end_lineno", None) or node.lineno
+    shown: list[str] = []
+    gaps = sorted(missing | set(exits))
+    for number in range(first, last + 1):
+        if last - first >= MAX_SHOWN_LINES and not any(abs(number - gap) <= 3 for gap in gaps):
+            if shown and shown[-1] != "   ...":
+                shown.append("   ...")
+            continue
+        text = f"{number:>4} {lines[number - 1]}" if number <= len(lines) else f"{number:>4}"
+        if number in missing:
+            text += "  # never run"
+        for end in exits.get(number, []):
+            text += (
+                "  # never leaves the function here" if end < 0 else f"  # never goes to line {end}"
+            )
+        shown.append(text)
+    return "\n".join(shown)
