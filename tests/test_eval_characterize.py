@@ -132,7 +132,9 @@ def test_remora_keeps_tests_that_pass_here_and_cover_the_functions(tested: Evalu
     figures = {item.variant: item for item in report.remora}
     assert set(figures) == {REMORA, HOST_ONLY}
     assert figures[REMORA].jobs == 3 and figures[REMORA].statuses == {"success": 3}
-    assert figures[REMORA].call_validity == 1.0 and figures[REMORA].mean_turns == 5
+    assert figures[REMORA].call_validity == 1.0
+    assert figures[REMORA].mean_turns is not None and figures[REMORA].mean_turns <= 1
+    assert figures[HOST_ONLY].mean_turns == 0
 
 
 def test_host_inputs_alone_cover_less_than_with_the_models_proposals(tested: Evaluated) -> None:

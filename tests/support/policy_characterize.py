@@ -3,8 +3,8 @@ package (``tests/data/eval_package``), as the characterization evaluation's stan
 
 A policy answers every turn of every job, so it decides from the request alone: the agent
 from the tools offered, the function from the node context, the step from the tools that
-already answered. Each agent gets its ideal sequence, with argument lists a sensible model
-would propose for that function (none for a function it does not know).
+already answered. Each agent proposes the argument lists a sensible model would propose for
+that function (none for a function it does not know), once.
 """
 
 from __future__ import annotations
@@ -31,44 +31,27 @@ PROPOSALS: dict[str, list[str]] = {
 }
 """Argument lists the scripted model proposes, by function name."""
 
-TEST_STEPS = ("analyze_signature", "propose_inputs", "write_tests", "run_tests", "submit_result")
-SAMPLE_DATA_STEPS = (
-    "analyze_signature",
-    "propose_fixtures",
-    "validate_fixtures",
-    "write_fixture_file",
-    "submit_result",
-)
 _NODE = re.compile(r"`([^`]+)` in \S+:")
 
 
 def test_policy(request: ModelRequest) -> ToolCall:
-    """The test agent's ideal sequence for whichever function the job is on."""
-    return _next_step(request, TEST_STEPS)
+    """The test agent's decision for whichever function the job is on."""
+    return _propose(request, "propose_inputs", "cases")
 
 
 def sample_data_policy(request: ModelRequest) -> ToolCall:
-    """The sample_data agent's ideal sequence for whichever function the job is on."""
-    return _next_step(request, SAMPLE_DATA_STEPS)
+    """The sample_data agent's decision for whichever function the job is on."""
+    return _propose(request, "propose_fixtures", "fixtures")
 
 
-def _next_step(request: ModelRequest, steps: tuple[str, ...]) -> ToolCall:
-    """The first step no tool has answered yet (``submit_result`` when not allowed now)."""
+def _propose(request: ModelRequest, tool: str, argument: str) -> ToolCall:
+    """Propose the function's argument lists once; then submit (the host takes every other
+    step: it writes, runs and measures, and asks again only while coverage grows)."""
     answered = {message.name for message in request.messages if message.role == "tool"}
     allowed = {spec.name for spec in request.allowed_specs()}
-    step = next((name for name in steps if name not in answered), "submit_result")
-    if step not in allowed:
-        step = "submit_result"
-    cases = PROPOSALS.get(_function(request), [])
-    if step == "propose_inputs":
-        return call(step, cases=cases)
-    if step == "propose_fixtures":
-        return call(step, fixtures=cases)
-    if step == "write_fixture_file":
-        return call(step, format="json")
-    if step == "submit_result":
-        return call(step, summary="Done.")
-    return call(step)
+    if tool in allowed and tool not in answered:
+        return call(tool, **{argument: PROPOSALS.get(_function(request), [])})
+    return call("submit_result")
 
 
 def _function(request: ModelRequest) -> str:

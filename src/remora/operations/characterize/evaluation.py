@@ -14,9 +14,11 @@ test. Rows, each on its own scratch copy of the package:
   (:mod:`._hypothesis`), the file run unedited from a directory of its own
   with ``--hypothesis-seed=0``;
 * remora: the test agent on the chosen functions (``path::name`` selectors), every test file
-  it offers accepted into the copy;
+  it offers accepted into the copy, with ``operations.test.options.model_inputs=true`` (the
+  default): the model proposes inputs for what the host's tests leave uncovered;
 * remora (host inputs only): the same with ``operations.test.options.model_inputs=false``,
-  so only the argument lists the host finds (doctests, call sites, tests, defaults, ...).
+  so only the argument lists the host finds (doctests, call sites, tests, defaults, ...),
+  and no model turn.
 
 Every test file is measured the same way (:mod:`._testrun`): run twice here
 (PYTHONHASHSEED 11 and 12; Remora's from the copy's root, as its user would), the first run
@@ -28,8 +30,9 @@ not pass twice); the pass rate of every file's tests over both runs here; the me
 functions of line and branch coverage; files failing and files not importing.
 
 sample_data. Rows: st.builds (baseline): ``st.builds(function)`` (``st.from_type`` of each
-annotated parameter) drawn 20 times and called, in a child process; remora and remora (host
-inputs only, ``operations.sample_data.options.model_inputs=false``): the sample_data agent,
+annotated parameter) drawn 20 times and called, in a child process; remora (the model's
+proposals too, ``operations.sample_data.options.model_inputs=true``) and remora (host inputs
+only, ``model_inputs=false``, the default): the sample_data agent,
 whose fixture file holds only the argument lists it called in its sandbox without an argument
 error. Column: the share of the functions with at least one fixture that calls without an
 argument error (TypeError, AttributeError): for Remora a successful job whose fixture file is
@@ -161,10 +164,12 @@ class Variant:
 
 
 def variants(operation: str) -> tuple[Variant, Variant]:
-    """Remora with the model's proposals, and with the host's argument lists only."""
+    """Remora with the model's proposals, and with the host's argument lists only (the
+    model is not asked: the host does every step); each whatever the default."""
+    with_model = f"operations.{operation}.options.model_inputs=true"
     host_only = f"operations.{operation}.options.model_inputs=false"
     return (
-        Variant(REMORA, (), f"{operation}-remora"),
+        Variant(REMORA, (with_model,), f"{operation}-remora"),
         Variant(HOST_ONLY, (host_only,), f"{operation}-remora-host-inputs"),
     )
 
