@@ -106,9 +106,9 @@ def docstring_write(
 ) -> dict[str, Any]:
     """Write the docstring with the model's summary (in the imperative mood: "Counts" ->
     "Count"); the sections come from the code, with the descriptions the docstring already
-    has. Nothing is written when the summary is not
-    usable: ``summary_problem`` says why (see ``docstring_summary_check``; ``avoid`` as
-    there). Then the next item to describe, as :func:`docstring_next` says."""
+    has. Nothing is written when the summary is not usable: ``summary_problem`` says why
+    (see ``docstring_summary_check``; ``avoid`` as there). Then what is left, as
+    :func:`docstring_next` says."""
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     name = describe(text, locate(tree, qualname, relative))["name"]
@@ -132,9 +132,10 @@ def docstring_describe(
     ctx: CapabilityContext, path: str, qualname: str, item: str, text: str
 ) -> dict[str, Any]:
     """Add the model's description of one ``item`` (a parameter, ``return``, ``yield`` or an
-    exception the code raises) to the docstring, unless it only restates a name
-    (``refused`` says why). Either way the item is not asked again; then the next item,
-    as :func:`docstring_next` says."""
+    exception the code raises) to the docstring, unless it helps no reader
+    (:func:`~remora.operations.docstring.check.description_problem`, or it copies the
+    signature; ``refused`` says why). Either way the item is not asked again; then what is
+    left, as :func:`docstring_next` says."""
     relative, source = read_text(ctx, path)
     tree = parse_python(source, relative)
     info = describe(source, locate(tree, qualname, relative))
