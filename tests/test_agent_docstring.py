@@ -112,8 +112,13 @@ def test_by_default_the_model_writes_the_summary_only(project: Path) -> None:
     assert written == (f"{GOOD}\n\nRaises:\n    ValueError: Percent must be between 0 and 100.")
 
 
-def test_the_summary_is_put_in_the_imperative_mood(project: Path) -> None:
-    script = [call("write_docstring", summary="Returns the price after the discount.")]
+def test_the_summary_is_its_first_sentence_in_the_imperative_mood(project: Path) -> None:
+    script = [
+        call(
+            "write_docstring",
+            summary="Returns the price after the discount. If it is negative, return zero.",
+        )
+    ]
     outcome = run_operation(project, "docstring", "prices.py", script, qualname="apply_discount")
     written = _docstring(outcome.changed["prices.py"], "apply_discount") or ""
     assert written.startswith("Return the price after the discount.\n")

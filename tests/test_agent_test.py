@@ -47,6 +47,10 @@ def _private(x):
 CLAMP_CASES = ["5, 0, 10", "-3, 0, 10", "20, 0, 10", "1, 2, 0"]
 
 
+MODEL = {"model_inputs": True}
+"""The model proposes inputs only with this option (by default the host's tests are the job)."""
+
+
 def ideal(cases: list[str]) -> list:  # type: ignore[type-arg]
     """The model's decision (the host runs, writes, measures and submits); a submit in case
     the host asks for more while coverage still grows."""
@@ -76,7 +80,9 @@ def run_generated(project: Path, outcome: Outcome) -> subprocess.CompletedProces
 def test_the_ideal_sequence_writes_tests_that_pass_twice_with_full_coverage(
     project: Path,
 ) -> None:
-    outcome = run_operation(project, "test", "helpers.py", ideal(CLAMP_CASES), qualname="clamp")
+    outcome = run_operation(
+        project, "test", "helpers.py", ideal(CLAMP_CASES), qualname="clamp", options=MODEL
+    )
     assert outcome.result.status == "success", outcome.result
     details = outcome.result.details
     assert details["test_file"] == "tests/test_helpers_clamp.py"
@@ -94,7 +100,9 @@ def test_the_ideal_sequence_writes_tests_that_pass_twice_with_full_coverage(
 
 
 def test_a_crashing_input_is_left_out_and_the_job_goes_on(project: Path) -> None:
-    outcome = run_operation(project, "test", "helpers.py", ideal(["13", "4"]), qualname="risky")
+    outcome = run_operation(
+        project, "test", "helpers.py", ideal(["13", "4"]), qualname="risky", options=MODEL
+    )
     assert outcome.result.status == "success", outcome.result
     text = outcome.changed["tests/test_helpers_risky.py"]
     assert "risky(13)" not in text
@@ -110,7 +118,7 @@ def test_an_invalid_proposal_is_refused_with_the_reason_and_the_job_recovers(
         call("propose_inputs", cases=["open('x')", "5, 0, 10"]),
         call("submit_result"),
     ]
-    outcome = run_operation(project, "test", "helpers.py", script, qualname="clamp")
+    outcome = run_operation(project, "test", "helpers.py", script, qualname="clamp", options=MODEL)
     assert outcome.result.status == "success", outcome.result
     assert outcome.result.telemetry.invalid_calls == 1
     assert "Rejected open('x'): the name 'open' is not available" in outcome.tool_summaries[1]
@@ -120,7 +128,9 @@ def test_model_proposals_add_behaviours_and_the_ablation_switch_leaves_them_out(
     project: Path,
 ) -> None:
     script = ideal(["'--verbose'"])
-    with_model = run_operation(project, "test", "helpers.py", script, qualname="parse_flag")
+    with_model = run_operation(
+        project, "test", "helpers.py", script, qualname="parse_flag", options=MODEL
+    )
     assert with_model.result.status == "success", with_model.result
     assert (
         "parse_flag('--verbose') == 'verbose'"
@@ -140,9 +150,29 @@ def test_model_proposals_add_behaviours_and_the_ablation_switch_leaves_them_out(
     assert host_only.result.details["line_rate"] < 1.0
 
 
+def test_by_default_the_host_writes_the_tests_without_the_model(project: Path) -> None:
+    outcome = run_operation(project, "test", "helpers.py", ideal(["'--x'"]), qualname="parse_flag")
+    assert outcome.model_calls == 0
+    assert outcome.result.status == "success", outcome.result
+    assert outcome.result.details["host_only"] is True
+    assert "--x" not in outcome.changed["tests/test_helpers_parse_flag.py"]
+    assert run_generated(project, outcome).returncode == 0
+
+
+def test_the_model_sees_the_lines_the_hosts_tests_leave_uncovered(project: Path) -> None:
+    outcome = run_operation(
+        project, "test", "helpers.py", ideal(["'--x'"]), qualname="parse_flag", options=MODEL
+    )
+    evidence = outcome.requests[0].messages[1].content
+    assert "The host's argument lists ran" in evidence
+    marked = [line for line in evidence.splitlines() if "# never" in line]
+    assert marked and all(line.split()[0].isdigit() for line in marked)
+    assert outcome.result.details["line_rate"] == 1.0
+
+
 def test_submitting_early_still_offers_only_verified_tests(project: Path) -> None:
     script = [call("submit_result", summary="done")]
-    outcome = run_operation(project, "test", "helpers.py", script, qualname="clamp")
+    outcome = run_operation(project, "test", "helpers.py", script, qualname="clamp", options=MODEL)
     assert outcome.result.status == "success", outcome.result
     assert outcome.result.details["tests"]
     assert run_generated(project, outcome).returncode == 0
@@ -155,7 +185,9 @@ def test_private_functions_are_skipped_without_the_model(project: Path) -> None:
 
 
 def test_write_test_file_is_offered_only_when_the_option_asks_for_it(project: Path) -> None:
-    default = run_operation(project, "test", "helpers.py", ideal(CLAMP_CASES), qualname="clamp")
+    default = run_operation(
+        project, "test", "helpers.py", ideal(CLAMP_CASES), qualname="clamp", options=MODEL
+    )
     assert "write_test_file" not in default.offered_tools
     content = (
         "from helpers import clamp\n\n\n"
@@ -174,7 +206,7 @@ def test_write_test_file_is_offered_only_when_the_option_asks_for_it(project: Pa
         "helpers.py",
         script,
         qualname="clamp",
-        options={"write_test_file": True},
+        options={**MODEL, "write_test_file": True},
     )
     assert "write_test_file" in larger.offered_tools
     assert larger.result.status == "success", larger.result

@@ -44,17 +44,21 @@ TEST = Operation(
     name="test",
     agent_dirs=_AGENTS,
     capabilities=_CAPABILITIES,
-    options={"model_inputs": True, "write_test_file": False},
+    # The model's inputs for the lines the host's tests leave uncovered added no coverage
+    # beyond the spread across seeds in `remora eval` (docs/evaluation.md): the host's tests
+    # are the job unless model_inputs is set.
+    options={"model_inputs": False, "write_test_file": False},
     evaluate=_evaluate_test,
     plan_episodes=corpus.plan_episodes,
+    training_options={"model_inputs": True},
     summary="characterization tests that pin observed behaviour (vs hypothesis write)",
 )
 SAMPLE_DATA = Operation(
     name="sample_data",
     agent_dirs=_AGENTS,
     capabilities=_CAPABILITIES,
-    # The model's fixtures added nothing over the host's in `remora eval` (docs/evaluation.md):
-    # the host alone writes them unless model_inputs is set.
+    # The model's fixtures added no function with a fixture in `remora eval`
+    # (docs/evaluation.md): the host alone writes them unless model_inputs is set.
     options={"model_inputs": False, "format": "json"},
     evaluate=_evaluate_sample_data,
     plan_episodes=corpus.plan_episodes,

@@ -44,6 +44,7 @@ from remora.tools.capabilities.store_io import read_text, scan_text, walk_files
 
 COVERED = ("DOC1", "DOC2", "DOC4", "DOC5", "D417", "missing:")
 """Checker findings that only say something is undescribed (``undescribed`` lists it)."""
+_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z])")
 MAX_CALL_LINES = 6
 """At most this many call lines from the project are shown as evidence."""
 MAX_CALL_CHARS = 160
@@ -104,11 +105,11 @@ def docstring_write(
     details: str | None = None,
     avoid: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Write the docstring with the model's summary (in the imperative mood: "Counts" ->
-    "Count"); the sections come from the code, with the descriptions the docstring already
-    has. Nothing is written when the summary is not usable: ``summary_problem`` says why
-    (see ``docstring_summary_check``; ``avoid`` as there). Then what is left, as
-    :func:`docstring_next` says."""
+    """Write the docstring with the model's summary (its first sentence, in the imperative
+    mood: "Counts" -> "Count"); the sections come from the code, with the descriptions the
+    docstring already has. Nothing is written when the summary is not usable:
+    ``summary_problem`` says why (see ``docstring_summary_check``; ``avoid`` as there).
+    Then what is left, as :func:`docstring_next` says."""
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     name = describe(text, locate(tree, qualname, relative))["name"]
@@ -116,7 +117,7 @@ def docstring_write(
     if not checked_summary["ok"]:
         return {"written": False, "summary_problem": checked_summary["problem"]}
     extra = details.strip() if details and details.strip() else None
-    summary = imperative(" ".join(summary.split()))  # "Counts the words." -> "Count the words."
+    summary = imperative(first_sentence(" ".join(summary.split())))
     written = docstring_set(ctx, relative, qualname, summary, None, extra)
     return {
         "written": True,
@@ -231,6 +232,14 @@ def _ask(item: str, is_param: bool) -> str:
     if item == YIELD_KEY:
         return "what the values it yields are."
     return f"when {item} is raised."
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``: a small model's second sentence tends to run on
+    into claims the code does not support ("If the sequence is empty, return the first
+    value.")."""
+    found = _SENTENCE_END.search(text)
+    return text[: found.start() + 1] if found else text
 
 
 def _summary_of(tree: ast.Module, qualname: str) -> str | None:
