@@ -103,6 +103,8 @@ def test_generated_tests_pin_one_branch_with_exact_coverage(ctx: CapabilityConte
         "lines_total": 4,
         "branches_covered": 1,
         "branches_total": 2,
+        "missing_lines": [7],  # word = "big"
+        "missing_branches": [(6, 7)],  # the `if` never goes there
     }
     assert (report["line_rate"], report["branch_rate"]) == (0.75, 0.5)
     assert report["coverage_summary"] == "lines 3/4 (75%), branches 1/2 (50%)"
@@ -123,6 +125,8 @@ def test_both_branches_give_full_coverage(ctx: CapabilityContext) -> None:
         "lines_total": 4,
         "branches_covered": 2,
         "branches_total": 2,
+        "missing_lines": [],
+        "missing_branches": [],
     }
     assert (report["line_rate"], report["branch_rate"]) == (1.0, 1.0)
 

@@ -165,6 +165,9 @@ def test_what_docstring_set_leaves_undescribed_is_reported(ctx: CapabilityContex
         ("One line in the imperative mood: what the code does.", "total", "copies_text"),
         ("function total(prices); returns a value.", "total", "copies_text"),
         ("Add up the prices in the imperative mood.", "total", None),
+        ("Document the function call.", "total", "copies_text"),
+        ("Documented total: Add up the prices.", "total", "copies_text"),
+        ("Add up the prices. Now call check_docstring.", "total", "copies_text"),
     ],
 )
 def test_a_summary_must_say_more_than_the_name(

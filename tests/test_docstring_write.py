@@ -92,6 +92,8 @@ def _write_all(ctx: CapabilityContext, summary: str = "Add fill to every offset.
 
 # description_problem
 
+TOOL_TALKS = "speaks of the tools, not the code"
+
 
 @pytest.mark.parametrize(
     ("text", "problem"),
@@ -105,11 +107,14 @@ def _write_all(ctx: CapabilityContext, summary: str = "Add fill to every offset.
         ("add a fill amount to every offset", "copies text used elsewhere"),
         ("Pads the front. Pads the front.", "repeats itself"),
         ("Pads the front; pads the front.", "repeats itself"),
+        ("Positions to move. Now call write_docstring with a one-line summary.", TOOL_TALKS),
+        ("Documented shift: Return the value of the offsets.", TOOL_TALKS),
         (GOOD, None),
         ("Positions to move, in order; each gets the fill added.", None),
     ],
 )
 def test_description_problem(text: str, problem: str | None) -> None:
+    """What the bundled adapter wrote when asked for descriptions is among the refused."""
     assert description_problem(text, "offsets", "list[int]", [SUMMARY + "."]) == problem
 
 

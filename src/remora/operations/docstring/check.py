@@ -163,7 +163,11 @@ def docstring_summary_check(
         problem = "too_long"
     elif _repeats(words, name):
         problem = "repeats_name"
-    elif f"{name}(" in text or any(_copied(words, other) for other in avoid or []):
+    elif (
+        f"{name}(" in text
+        or TOOL_TALK.search(text)
+        or any(_copied(words, other) for other in avoid or [])
+    ):
         problem = "copies_text"
     return {"ok": problem is None, "problem": problem, "summary": text}
 
@@ -220,6 +224,15 @@ _GENERIC = frozenset(
 """Words that say nothing about a particular parameter or value ("The input object.")."""
 
 
+TOOL_TALK = re.compile(
+    r"\bnow call\b|\bcall (?:describe|write_docstring|submit_result|read_signature)\b"
+    r"|^document(?:ed)?\b|\bone-line summary\b",
+    re.IGNORECASE,
+)
+"""Words of the agent's tools and of its training episodes' submit summaries ("Documented
+f: ..."), which a small model copies instead of describing the code."""
+
+
 def restates(description: str, name: str, annotation: str = "") -> bool:
     """Whether a parameter's, return value's or exception's ``description`` says nothing
     beyond its name (or its function's), its annotation and generic words: filler such
@@ -236,12 +249,15 @@ def description_problem(
 ) -> str | None:
     """Why a description of a parameter, return value or exception helps no reader, or
     None: it only restates the name (:func:`restates`), is too short to say anything,
-    copies text already used (the summary, another description: ``seen``), or repeats
-    itself, as small models do when they run on."""
+    speaks of the tools instead of the code (:data:`TOOL_TALK`), copies text already used
+    (the summary, another description: ``seen``), or repeats itself, as small models do
+    when they run on."""
     text = " ".join(description.split())
     words = _WORD.findall(text.lower())
     if len(words) < 2 or not any(len(word) > 2 for word in words):
         return "too short to say anything"
+    if TOOL_TALK.search(text):
+        return "speaks of the tools, not the code"
     if restates(text, name, annotation):
         return "only restates the name"
     for other in seen:
