@@ -55,6 +55,20 @@ PATH_CALLS: dict[str, PathCall] = {
     ),
     "write_fixtures": lambda caps, p: caps["write_fixtures"](path=p, qualname="f"),
     "fixtures_result": lambda caps, p: caps["fixtures_result"](path=p, qualname="f"),
+    "docstring_evidence": lambda caps, p: caps["docstring_evidence"](path=p, qualname="f"),
+    "docstring_write": lambda caps, p: caps["docstring_write"](
+        path=p, qualname="f", summary="Return one."
+    ),
+    "docstring_describe": lambda caps, p: caps["docstring_describe"](
+        path=p, qualname="f", item="return", text="Always the number one."
+    ),
+    "docstring_next": lambda caps, p: caps["docstring_next"](path=p, qualname="f"),
+    "docstring_verdict": lambda caps, p: caps["docstring_verdict"](path=p, qualname="f"),
+    "docstring_host_only": lambda caps, p: caps["docstring_host_only"](path=p, qualname="f"),
+    "coverage_evidence": lambda caps, p: caps["coverage_evidence"](path=p, qualname="f"),
+    "inputs_evidence": lambda caps, p: caps["inputs_evidence"](path=p, qualname="f"),
+    "test_verdict": lambda caps, p: caps["test_verdict"](path=p, qualname="f"),
+    "fixture_verdict": lambda caps, p: caps["fixture_verdict"](path=p, qualname="f"),
 }
 ESCAPES = ["../../etc/passwd", "/etc/passwd", "pkg/../../outside.py", "..", "a\x00b"]
 

@@ -49,6 +49,17 @@ EXPECTED = {
     "write_custom_tests",
     "write_fixtures",
     "fixtures_result",
+    "docstring_evidence",
+    "docstring_write",
+    "docstring_describe",
+    "docstring_next",
+    "docstring_ask",
+    "docstring_verdict",
+    "docstring_host_only",
+    "coverage_evidence",
+    "inputs_evidence",
+    "test_verdict",
+    "fixture_verdict",
 }
 
 

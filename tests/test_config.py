@@ -30,7 +30,11 @@ def test_defaults_are_valid_and_deterministic() -> None:
     config = load_config(None, environ={}, operations=DEFAULTS).config
     assert config.runner.temperature == 0.0
     assert config.runner.tool_choice == "required"
-    assert config.operations["docstring"].options == {"style": "google"}
+    assert config.operations["docstring"].options == {
+        "style": "google",
+        "use_model": True,
+        "describe": False,
+    }
     assert config.enabled_operations() == ["lint", "docstring", "test", "sample_data"]
     assert config == installed_operations().config()
 

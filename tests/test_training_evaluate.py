@@ -162,7 +162,7 @@ def test_episode_success_is_the_expectation_met_through_the_real_loop(
                 session, [episode], ExpertModel(episode.expert, None), label="expert"
             )
             hasty = await score_episodes(
-                session, [episode], ScriptedModel([submit_at_once]), label="base"
+                session, [episode], ScriptedModel([submit_at_once], repeat_last=True), label="base"
             )
         return expert, hasty
 
@@ -170,7 +170,7 @@ def test_episode_success_is_the_expectation_met_through_the_real_loop(
     assert (expert.episodes, expert.succeeded, expert.success_rate) == (1, 1, 1.0)
     assert (hasty.episodes, hasty.succeeded) == (1, 0)
     assert sum(hasty.problems.values()) == 1
-    assert hasty.problems == {"submit_result instead of read_signature": 1}
+    assert hasty.problems == {"submit_result instead of write_docstring": 1}
 
 
 def test_scores_round_trip_and_a_bad_file_is_a_coded_error(tmp_path: Path) -> None:

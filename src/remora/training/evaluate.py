@@ -204,13 +204,14 @@ def episode_failure(
     agent: SubagentDefinition, job: Job, result: AgentResult, calls: list[ToolCall]
 ) -> str | None:
     """Why a model's episode failed, in the harness's terms (None: it succeeded): the
-    first call the agent's expectation did not want, else how the run ended."""
+    first call the agent's expectation did not want, else how the run ended (``partial``
+    counts as done: what is left is the person's, as when the expert leaves it)."""
     if agent.expectation is not None:
         expected = agent.expectation.render(job.system_inputs().as_dict())
         problem = check_episode(agent, expected, with_host_submit(calls, result)).problem
         if problem is not None:
             return _problem_kind(problem)
-    if result.status != "success":
+    if result.status not in ("success", "partial"):
         why = _problem_kind(result.error or "")
         return f"ended {result.status}" + (f" ({why})" if why else "")
     return None
