@@ -299,7 +299,7 @@ def evaluate_command(
     """
     from remora.training.corpus import default_corpus
     from remora.training.evaluate import Scores, score_episodes, score_next_calls, write_scores
-    from remora.training.traces import held_out_episodes, open_session
+    from remora.training.traces import held_out_episodes, open_session, training_options
 
     config = load(None).config
     chosen = _agents(agents)
@@ -347,8 +347,7 @@ def evaluate_command(
             for name, chosen_episodes in planned.items():
                 if not chosen_episodes:
                     continue
-                operation = operations().for_agent(name)
-                options = dict(operation.training_options) if operation is not None else {}
+                options = training_options(name, operations())
                 with open_session(definitions[name], config, "evaluate", None, options) as session:
                     scores.episodes[name] = [
                         await score_episodes(

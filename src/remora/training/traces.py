@@ -185,7 +185,7 @@ def plan_file(
     yield from planner(agent, file, text, seed, skipped, mistakes)
 
 
-def _training_options(agent: str, operations: OperationRegistry) -> Mapping[str, Any]:
+def training_options(agent: str, operations: OperationRegistry) -> Mapping[str, Any]:
     """The options the operation ``agent`` runs for traces its episodes with."""
     operation = operations.for_agent(agent)
     return operation.training_options if operation is not None else {}
@@ -254,12 +254,12 @@ def _echoed(request: ModelRequest) -> list[ToolCall]:
     """The calls of the conversation's last assistant message of the model (not the host's
     steps), as the runner kept them."""
     for message in reversed(request.messages):
-        if message.role == "assistant" and not all(
-            call.id.startswith(HOST_STEP_ID) for call in message.tool_calls if call.id
-        ):
-            return message.tool_calls
-        if message.role == "assistant" and not message.tool_calls:
-            return []
+        if message.role != "assistant":
+            continue
+        calls = message.tool_calls
+        if calls and all(call.id and call.id.startswith(HOST_STEP_ID) for call in calls):
+            continue  # the host's own step
+        return calls
     return []
 
 
@@ -775,7 +775,7 @@ async def generate_traces_async(
             config,
             f"train-{seed}",
             counter,
-            dict(_training_options(agent_name, operations)),
+            training_options(agent_name, operations),
         ) as session,
         (folder / EPISODES_FILE).open("a", encoding="utf-8") as journal,
         _progress(progress) as bar,

@@ -198,18 +198,17 @@ def _content(
     returned: tuple[str | None, str] | None = None
     yielded: tuple[str | None, str] | None = None
     thrown: list[tuple[str, str]] = []
+    value = value_item(info) if info else None
     if info and info["kind"] != "class":
         annotation = _unquote(info["returns"])
-        if info["is_generator"]:
+        if value == YIELD_KEY:
             match = _YIELD_TYPE.match(annotation or "")
             text = returns or old.yields
             if text:
                 yielded = (match.group(1).strip() if match else None, _sentence(text))
             else:
                 undescribed.append(YIELD_KEY)
-        elif (annotation and annotation not in _NO_VALUE) or (
-            not annotation and info["returns_value"]
-        ):
+        elif value == RETURN_KEY:
             text = returns or old.returns
             if text:
                 returned = (annotation, _sentence(text))
@@ -231,6 +230,20 @@ def _content(
         other_sections=tuple(old.other_sections),
     )
     return content, sorted(set(given) - names), undescribed
+
+
+def value_item(info: dict[str, Any]) -> str | None:
+    """What a docstring says of the code's value, described by ``python_signature``'s
+    ``info``: :data:`YIELD_KEY` for a generator, :data:`RETURN_KEY` for code that returns
+    a value (annotated so, or returning one), None for a class or nothing returned."""
+    if info["kind"] == "class":
+        return None
+    if info["is_generator"]:
+        return YIELD_KEY
+    annotation = _unquote(info["returns"])
+    if (annotation and annotation not in _NO_VALUE) or (not annotation and info["returns_value"]):
+        return RETURN_KEY
+    return None
 
 
 def _unquote(annotation: str | None) -> str | None:

@@ -15,6 +15,7 @@ TOOL_106 the file does not parse, TOOL_601 empty summary.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -35,6 +36,7 @@ from remora.operations.docstring.docstrings import (
     YIELD_KEY,
     docstring_of,
     docstring_set,
+    value_item,
 )
 from remora.tools.capabilities.project import is_test_file
 from remora.tools.capabilities.pysource import locate, parse_python
@@ -152,7 +154,7 @@ def docstring_describe(
     if item in annotations:
         refused = description_problem(text, item, annotations[item], seen)
         params = {item: text}
-    elif item == _value_item(info):
+    elif item == value_item(info):
         refused = description_problem(text, info["name"], info["returns"] or "", seen)
         returns = text
     elif item in info["raises"]:
@@ -183,7 +185,7 @@ def docstring_next(ctx: CapabilityContext, path: str, qualname: str) -> dict[str
     parsed = parse_docstring(docstring) if docstring else None
     undescribed = _left_out(info, parsed)
     asked = _asked(ctx, relative, qualname)
-    checked = docstring_check(ctx, relative, qualname)
+    checked = _checked(ctx, relative, qualname, text)
     options = ctx.system.get("options")
     ask = options.get("describe", True) if isinstance(options, Mapping) else True
     upcoming = next((item for item in undescribed if item not in asked), None) if ask else None
@@ -254,30 +256,25 @@ def _left_out(info: dict[str, Any], parsed: ParsedDocstring | None) -> list[str]
     left = [param["name"] for param in info["params"] if param["name"] not in documented]
     if info["kind"] == "class":
         return left
-    if info["is_generator"]:
-        if not (parsed and parsed.yields):
-            left.append(YIELD_KEY)
-    elif _returns_value(info) and not (parsed and parsed.returns):
+    value = value_item(info)
+    if value == YIELD_KEY and not (parsed and parsed.yields):
+        left.append(YIELD_KEY)
+    elif value == RETURN_KEY and not (parsed and parsed.returns):
         left.append(RETURN_KEY)
     raised = parsed.raises if parsed else {}
     return left + [name for name in info["raises"] if name not in raised]
 
 
-def _value_item(info: dict[str, Any]) -> str | None:
-    """``yield`` for a generator, ``return`` for code that returns a value, else None."""
-    if info["kind"] == "class":
-        return None
-    if info["is_generator"]:
-        return YIELD_KEY
-    return RETURN_KEY if _returns_value(info) else None
-
-
-def _returns_value(info: dict[str, Any]) -> bool:
-    annotation = info["returns"]
-    return bool(
-        (annotation and annotation not in ("None", "NoReturn", "Never"))
-        or (not annotation and info["returns_value"])
+def _checked(ctx: CapabilityContext, relative: str, qualname: str, text: str) -> dict[str, Any]:
+    """``docstring_check`` of ``text``, run once per text in this job: the verdict after the
+    last write checks the very text that write was checked on."""
+    checked: dict[tuple[str, str, str], dict[str, Any]] = ctx.state.setdefault(
+        f"{__name__}.checked", {}
     )
+    key = (relative, qualname, hashlib.sha256(text.encode("utf-8")).hexdigest())
+    if key not in checked:
+        checked[key] = docstring_check(ctx, relative, qualname)
+    return checked[key]
 
 
 def _asked(ctx: CapabilityContext, path: str, qualname: str) -> set[str]:
@@ -298,7 +295,8 @@ def docstring_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     everything and the checkers find nothing, ``partial`` when it is written but leaves
     something for the person (listed), ``failed`` when there is none."""
     relative, text = read_text(ctx, path)
-    if docstring_of(parse_python(text, relative), qualname) is None:
+    tree = parse_python(text, relative)
+    if docstring_of(tree, qualname) is None:
         return {
             "status": "failed",
             "summary": f"no docstring written for {qualname}: no usable summary",
@@ -306,7 +304,7 @@ def docstring_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[
         }
     left = docstring_next(ctx, relative, qualname)
     details = {"undescribed": left["undescribed"], "problems": left["problems"]}
-    summary = _summary_of(parse_python(text, relative), qualname)
+    summary = _summary_of(tree, qualname)
     if left["done"]:
         return {
             "status": "success",
