@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from remora.model.base import ModelRequest, ToolCall
+from remora.testing import call
 from tests.stores import write_tree
 from tests.support.agent_run import run_operation
 
@@ -87,3 +90,118 @@ def test_a_file_with_nothing_to_fix_is_skipped_without_the_model(project: Path) 
     assert outcome.result.status == "skipped"
     assert "none with a fix" in outcome.result.summary and "E741" in outcome.result.summary
     assert outcome.model_calls == 0
+
+
+# --- the model's step: the issues no tool may fix ---------------------------------------------
+
+SHAPES = """import os
+
+
+class Point:
+    def __init__(self, x):
+        self.x = x
+
+    def __eq__(self, other):
+        return isinstance(other, Point) and self.x == other.x
+
+
+def describe(point):
+    if point == None:
+        return "nothing"
+    return "a point"
+"""
+SHAPES_TESTS = """from pkg.shapes import Point, describe
+
+
+def test_describe():
+    assert describe(None) == "nothing"
+    assert describe(Point(1)) == "a point"
+"""
+
+
+@pytest.fixture
+def shapes(tmp_path: Path) -> Path:
+    return write_tree(
+        tmp_path / "proj",
+        {"pkg/__init__.py": "", "pkg/shapes.py": SHAPES, "tests/test_shapes.py": SHAPES_TESTS},
+    )
+
+
+MODEL = {"use_model": True}
+
+
+def asked(request: ModelRequest) -> str:
+    """The question the host put to the model: the latest tool result's summary."""
+    return str(json.loads(request.messages[-1].content)["response"]["summary"])
+
+
+def rewrite(text: str) -> ToolCall:
+    return call("rewrite_lines", code="E711", line=12, text=text)
+
+
+def test_the_model_is_shown_the_issue_no_tool_may_fix_and_its_rewrite_is_kept(
+    shapes: Path,
+) -> None:
+    outcome = run_operation(
+        shapes, "lint", "pkg/shapes.py", [rewrite("if point is None:")], options=MODEL
+    )
+    assert outcome.model_calls == 1
+    [request] = outcome.requests
+    assert request.choices == {"code": ["E711"], "line": [12]}
+    question = asked(request)
+    assert "Issue E711 on line 12" in question
+    assert "the module defines __eq__" in question  # why the host's rewrite refused it
+    assert "    if point == None:" in question
+    assert "would give:\n    if point is None:" in question  # ruff's unsafe fix, as evidence
+    text = outcome.changed["pkg/shapes.py"]
+    assert "    if point is None:\n" in text and "import os" not in text
+    result = outcome.result
+    assert result.status == "success", result
+    assert result.summary == (
+        "Fixed E711 x1, F401 x1 (the model's rewrite of E711 on line 12 was kept); no issue "
+        "left; the tests that import it still pass (1 file(s))"
+    )
+    assert result.details["model_rewrites"] == [
+        {"code": "E711", "line": 12, "start": 12, "end": 12}
+    ]
+    assert result.details["model_refused"] == []
+
+
+def test_rewrites_that_do_not_parse_or_break_the_tests_lose_none_of_the_hosts_fixes(
+    shapes: Path,
+) -> None:
+    # The second rewrite parses and removes E711 but inverts the test: the tests refuse it.
+    script = [rewrite("if point = None"), rewrite("if point is not None:")]
+    outcome = run_operation(shapes, "lint", "pkg/shapes.py", script, options=MODEL)
+    assert outcome.model_calls == 2
+    retry = asked(outcome.requests[1])
+    assert retry.startswith("Your rewrite was not kept: the fix for E711 on line 12 would")
+    text = outcome.changed["pkg/shapes.py"]
+    assert "import os" not in text and "    if point == None:\n" in text
+    result = outcome.result
+    assert result.status == "success"
+    assert result.summary.startswith("Fixed F401 x1 (2 rewrite(s) refused (last: it breaks")
+    assert "1 for a person" in result.summary
+    refused = result.details["model_refused"]
+    assert [item["problem"].split(" (")[0] for item in refused] == [
+        "the fix for E711 on line 12 would leave a syntax error",
+        "it breaks the tests tests/test_shapes.py::test_describe",
+    ]
+
+
+def test_by_default_the_residue_is_left_for_the_person(shapes: Path) -> None:
+    outcome = run_operation(shapes, "lint", "pkg/shapes.py", [])  # the default
+    assert outcome.model_calls == 0
+    assert outcome.result.summary.startswith("Fixed F401 x1; 1 for a person")
+    assert "    if point == None:\n" in outcome.changed["pkg/shapes.py"]
+
+
+def test_a_file_with_only_residue_the_model_cannot_rewrite_ends_failed_and_unchanged(
+    shapes: Path,
+) -> None:
+    (shapes / "pkg/shapes.py").write_text(SHAPES.replace("import os\n", ""))
+    script = [rewrite("if point = None"), rewrite("if point == None or None:")]
+    outcome = run_operation(shapes, "lint", "pkg/shapes.py", script, options=MODEL)
+    assert outcome.changed == {}
+    assert outcome.result.status == "failed"
+    assert outcome.result.summary.startswith("Nothing changed (2 rewrite(s) refused")

@@ -33,6 +33,9 @@ PATH_CALLS: dict[str, PathCall] = {
     "lint_verify": lambda caps, p: caps["lint_verify"](path=p),
     "lint_fix_all": lambda caps, p: caps["lint_fix_all"](path=p),
     "lint_result": lambda caps, p: caps["lint_result"](path=p),
+    "lint_residue": lambda caps, p: caps["lint_residue"](path=p),
+    "lint_rewrite": lambda caps, p: caps["lint_rewrite"](path=p, code="E711", line=1, text="x"),
+    "lint_ask": lambda caps, p: caps["lint_ask"](path=p, action=""),
     "call_function": lambda caps, p: caps["call_function"](
         module_path=p, qualname="f", args_json="[]"
     ),

@@ -37,6 +37,9 @@ EXPECTED = {
     "lint_fix_all",
     "lint_verify",
     "lint_result",
+    "lint_residue",
+    "lint_rewrite",
+    "lint_ask",
     "call_function",
     "characterizable",
     "signature_inputs",
@@ -154,4 +157,7 @@ def test_toolkit_is_generic_and_operations_bring_their_own() -> None:
         "lint_fix_all",
         "lint_verify",
         "lint_result",
+        "lint_residue",
+        "lint_rewrite",
+        "lint_ask",
     }

@@ -25,6 +25,7 @@ from remora.operations.lint._injections import (
     inject_keeping_tests,
     inject_module,
 )
+from remora.operations.lint.residue import MODEL_CODES
 from remora.operations.lint.rules import DEFAULT_RULES
 from remora.tools.capabilities.ruff import ruff_command
 from tests.support.eval_context import EVAL_PACKAGE, RecordingProgress, eval_context
@@ -272,25 +273,41 @@ def test_ruff_rows_match_what_ruff_reports_on_their_copies(
     assert values["ruff --fix"]["fixed"] < values["ruff --fix --unsafe-fixes"]["fixed"]
 
 
-def test_remora_fixes_what_the_host_can_fix_without_the_model(
+def test_remora_host_only_fixes_what_the_host_can_fix_without_the_model(
     evaluated: tuple[EvalContext, RecordingProgress, OperationReport],
 ) -> None:
     ctx, _, report = evaluated
-    row = scores(report)["remora"]
-    left = ruff_items(ctx.work / "remora", report.selection)
+    row = scores(report)[lint.HOST_ONLY]
+    left = ruff_items(ctx.work / "remora-host-only", report.selection)
     assert 0 < row["fixed"] == row["injected"] - len(left)
     assert row["fixed"] == report.details["host_fixable"]
     assert row["new"] == 0
-    [figures] = report.remora
-    assert figures.variant == "remora" and figures.error is None
+    figures = report.remora[0]
+    assert figures.variant == lint.HOST_ONLY and figures.error is None
     assert figures.jobs == 2 and figures.statuses == {"success": 2}
     assert figures.mean_turns == 0 and figures.call_validity is None  # no model call
     assert figures.model_s == 0 and figures.model_share == 0.0
     assert figures.jobs_per_min is not None
-    jobs = report.details["remora_jobs"]
+    jobs = report.details["remora_jobs"][lint.HOST_ONLY]
     assert {job["file"] for job in jobs} == set(report.selection)
     assert all(job["details"]["host_only"] for job in jobs)
-    assert report.details["remora_with_sequence"] == 0
+
+
+def test_the_model_row_adds_exactly_the_rewrites_it_kept(
+    evaluated: tuple[EvalContext, RecordingProgress, OperationReport],
+) -> None:
+    ctx, _, report = evaluated
+    values = scores(report)
+    row = values[lint.MODEL]
+    left = ruff_items(ctx.work / "remora-model", report.selection)
+    assert row["fixed"] == row["injected"] - len(left)
+    residue = report.details["model_residue"]
+    assert row["fixed"] == values[lint.HOST_ONLY]["fixed"] + residue["kept"]
+    assert row["new"] == 0
+    assert residue["asked"] == sum(entry["asked"] for entry in residue["by_code"].values())
+    assert set(residue["by_code"]) <= set(MODEL_CODES)
+    notes = operation_notes(report)
+    assert any(note.startswith(f"{lint.MODEL}: the model was asked") for note in notes)
 
 
 def test_no_tool_adds_noqa_breaks_parsing_or_the_tests(
@@ -303,7 +320,12 @@ def test_no_tool_adds_noqa_breaks_parsing_or_the_tests(
         assert values["tests_pass"] is True, tool
     assert all(score.error is None for score in report.scores)
     _, rows = operation_rows(report)
-    assert [row[0] for row in rows] == ["ruff --fix", "ruff --fix --unsafe-fixes", "remora"]
+    assert [row[0] for row in rows] == [
+        "ruff --fix",
+        "ruff --fix --unsafe-fixes",
+        lint.HOST_ONLY,
+        lint.MODEL,
+    ]
     assert all(row[-2] == "yes" for row in rows)
     assert any("Remora may fix at best" in note for note in operation_notes(report))
 
@@ -317,8 +339,8 @@ def test_the_progress_bar_moves_to_its_end(
     assert totals and progress.advanced("lint") == totals[-1]
     assert "injecting shapes/geometry.py" in descriptions
     assert "running ruff --fix" in descriptions
-    assert any(text.startswith("Remora: shapes/") for text in descriptions)
-    assert "measuring Remora" in descriptions
+    assert any(text.startswith(f"{lint.HOST_ONLY}: shapes/") for text in descriptions)
+    assert f"measuring {lint.MODEL}" in descriptions
 
 
 # --- a package whose own tests do not pass ---------------------------------------------------

@@ -28,7 +28,7 @@ OPERATIONS = installed_operations().evaluators()
 def every_agent(request: ModelRequest) -> Step:
     """Each agent's scripted policy, chosen by the tools the request offers."""
     names = {spec.name for spec in request.tools}
-    if "run_linter" in names:
+    if "rewrite_lines" in names:
         return lint_policy(request)
     if "write_docstring" in names:
         return docstring_policy(request)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -165,23 +164,12 @@ def test_an_agent_without_expectation_reports_no_correct_call_rate(tmp_path: Pat
 # --- a real agent, its precheck and its prefix-and-terminal expectation -----------------
 
 
-def lint_engineer(request: ModelRequest) -> Step:
-    """Lint, fix the first issue the report lists, submit."""
-    turns = tool_turns(request)
-    if turns == 0:
-        return call("run_linter")
-    if turns == 1:
-        found = re.search(r"line (\d+) ([A-Z]+\d+)", request.messages[-1].content)
-        assert found, request.messages[-1].content
-        return call("apply_fix", code=found.group(2), line=int(found.group(1)))
-    return call("submit_result", summary="Removed the unused import.")
-
-
-def test_the_lint_agent_leaves_the_model_nothing_to_do() -> None:
-    """The lint precheck fixes, verifies and ends every job on the host, so the harness
-    finds no node where a real run would call the model."""
+def test_the_lint_agent_asks_the_model_only_about_the_residue() -> None:
+    """The lint precheck fixes, verifies and ends every job on the host when no issue is
+    left that no tool may fix, so the harness finds no node of the sample project where a
+    real run would call the model."""
     with pytest.raises(RunnerError) as caught:
-        run("lint", ScriptedModel([lint_engineer], repeat_last=True), path=SAMPLE, requests=4)
+        run("lint", ScriptedModel([]), path=SAMPLE, requests=4)
     assert caught.value.code == "RUN_012"
     assert "inventory/pricing.py: Fixed F401" in caught.value.message
 
@@ -208,8 +196,11 @@ def calls(*items: tuple[str, dict[str, Any]]) -> list[ToolCall]:
     return [ToolCall(name=name, arguments=arguments) for name, arguments in items]
 
 
+FIXER = Path(__file__).parent / "data" / "expectation_agents"
+
+
 def lint_check(made: list[ToolCall]) -> tuple[bool, list[bool], str | None]:
-    agent = load_agents()["lint"]
+    agent = load_agents([FIXER])["fixer"]
     assert agent.expectation is not None
     checked = check_episode(agent, agent.expectation.render({}), made)
     return checked.correct, [c.expected for c in checked.calls], checked.problem

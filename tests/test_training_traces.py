@@ -33,9 +33,7 @@ from remora.operations.docstring.expert import (
     imperative,
     original_descriptions,
 )
-from remora.operations.experts import ExpertError, MistakenCall
-from remora.operations.lint.corpus import inject_defects
-from remora.operations.lint.expert import LintExpert, lint_expert
+from remora.operations.experts import ExpertError
 from remora.training.corpus import corpus_files
 from remora.training.dataset import TrainingExample, read_examples
 from remora.training.traces import (
@@ -289,20 +287,10 @@ def test_held_out_packages_and_unknown_agents_are_refused(tmp_path: Path) -> Non
     assert caught.value.code == "TRAIN_011"
     with pytest.raises(TrainingError) as caught:
         generate_traces("lint", [tmp_path / "nowhere"], tmp_path / "out", tokens="estimate")
-    assert caught.value.code == "TRAIN_012"  # the host does every lint step
+    assert caught.value.code == "TRAIN_012"  # no expert for the lint residue yet
 
 
 # --- the corpus helpers ---------------------------------------------------------------------
-
-
-def test_injected_defects_are_deterministic_and_keep_the_module_parsing() -> None:
-    text = (STDLIB / "textwrap.py").read_text(encoding="utf-8")
-    first = inject_defects(text, "textwrap.py", 5)
-    assert first == inject_defects(text, "textwrap.py", 5)
-    changed, keys = first
-    assert changed != text and 1 <= len(keys) <= 3
-    ast.parse(changed)
-    assert inject_defects(text, "textwrap.py", 6) != first
 
 
 def test_strip_docstring_removes_only_that_docstring_and_says_why_not() -> None:
@@ -338,7 +326,7 @@ def long(x):
 
 
 def conversation(
-    *turns: tuple[str, dict[str, Any], dict[str, Any]], agent: str = "lint"
+    *turns: tuple[str, dict[str, Any], dict[str, Any]], agent: str = "docstring"
 ) -> ModelRequest:
     """A request of ``agent`` after ``turns`` of (tool, arguments, response)."""
     messages = [Message(role="system", content="s"), Message(role="user", content="u")]
@@ -349,66 +337,6 @@ def conversation(
         messages.append(Message(role="tool", content=content, name=name, tool_call_id=made.id))
     tools = load_agents()[agent].tool_specs()
     return ModelRequest(messages=messages, tools=tools)
-
-
-LINTED = {
-    "outcome": "success",
-    "summary": "3 issue(s) in m.py. 2 fixable: call apply_fix with the code and line of one.\n"
-    "line 30 E722 (rewrite): Do not use bare `except`\n"
-    "line 12 E741 (manual): Ambiguous variable name: `l`\n"
-    "line 3 F401 (ruff_safe): `os` imported but unused",
-}
-
-
-def test_lint_expert_skips_manual_issues_and_goes_on_after_a_failed_fix() -> None:
-    assert lint_expert(conversation()).name == "run_linter"
-    first = lint_expert(conversation(("run_linter", {}, LINTED)))
-    assert first.arguments == {"code": "E722", "line": 30}
-    failed = {"outcome": "error", "summary": "Not fixed: TOOL_307 ... Choose another."}
-    after_failure = conversation(
-        ("run_linter", {}, LINTED), ("apply_fix", {"code": "E722", "line": 30}, failed)
-    )
-    assert lint_expert(after_failure).arguments == {"code": "F401", "line": 3}
-    fixed = {
-        "outcome": "success",
-        "summary": "Fixed F401 on line 3 (Remove unused import). Still fixable: "
-        "line 29 E722 (rewrite). Call apply_fix for one of them.",
-    }
-    done = lint_expert(
-        conversation(
-            ("run_linter", {}, LINTED),
-            ("apply_fix", {"code": "E722", "line": 30}, failed),
-            ("apply_fix", {"code": "F401", "line": 3}, fixed),
-        )
-    )
-    # the failed fix is still listed (one line up now): it is not tried again
-    assert done == ToolCall(name=SUBMIT_TOOL, arguments={"summary": "Fixed F401 on line 3."})
-
-
-def test_lint_expert_mistake_pairs_a_repeated_code_with_another_line() -> None:
-    linted = {
-        "outcome": "success",
-        "summary": "3 fixable.\nline 40 F401 (ruff_safe): x\nline 20 E711 (ruff_safe): y\n"
-        "line 4 F401 (ruff_safe): z",
-    }
-    wrong = LintExpert(mistake=True)(conversation(("run_linter", {}, linted)))
-    assert isinstance(wrong, MistakenCall)
-    assert wrong.arguments == {"code": "F401", "line": 20}
-    refused = {"outcome": "error", "summary": "Not fixed: TOOL_302 F401 is not on line 20."}
-    after = conversation(("run_linter", {}, linted), ("apply_fix", wrong.arguments, refused))
-    right = LintExpert(mistake=True)(after)
-    assert right == ToolCall(name="apply_fix", arguments={"code": "F401", "line": 40})
-    assert not isinstance(right, MistakenCall)
-    # a code reported once is no mistake: the host would correct its line
-    assert not isinstance(
-        LintExpert(mistake=True)(conversation(("run_linter", {}, LINTED))), MistakenCall
-    )
-
-
-def test_lint_expert_submits_when_only_submitting_is_allowed() -> None:
-    request = conversation(("run_linter", {}, LINTED))
-    request.allowed_tools = [SUBMIT_TOOL]
-    assert lint_expert(request).name == SUBMIT_TOOL
 
 
 def test_docstring_expert_rewrites_what_the_check_complains_about() -> None:

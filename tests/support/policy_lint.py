@@ -1,66 +1,28 @@
-"""A scripted stand-in for the model in the lint agent, deciding each turn from the request.
+"""A scripted stand-in for the model in the lint agent: it rewrites the lines of the issue
+asked about as ruff's unsafe fix would leave them, when the question shows that fix, and
+otherwise answers with a line that does not parse (a model's failure the host must refuse).
 
-It answers every turn of every job (concurrent jobs interleave freely), so it keeps no
-state: it reads the conversation. First it calls ``run_linter``; then ``apply_fix`` with
-the code and line of the first fixable issue the latest listing shows (``run_linter``'s
-report or ``apply_fix``'s "Still fixable"), skipping those already asked for since that
-listing (a failed fix lists nothing new); when none is left, ``submit_result``.
-"""
+It keeps no state: the question is the latest tool result, and the grammar's choices hold
+the code and line asked."""
 
 from __future__ import annotations
 
-import json
 import re
 
-from remora.model.base import Message, ModelRequest, ToolCall
+from remora.model.base import ModelRequest, ToolCall
 from remora.testing import call
 
-FIXABLE = re.compile(r"line (\d+) ([A-Z]+[0-9]+) \((?:ruff_safe|rewrite|ruff_unsafe)\)")
-LISTINGS = ("run_linter", "apply_fix")
+CANDIDATE = re.compile(r"would give:\n(.*?)\nCall rewrite_lines", re.DOTALL)
+BROKEN = "if (:"
 
 
 def lint_policy(request: ModelRequest) -> ToolCall:
-    """The next call of an ideal lint session, as far as the conversation shows it."""
+    """``rewrite_lines`` for the issue asked, or ``submit_result`` when none is asked."""
     allowed = {spec.name for spec in request.allowed_specs()}
-    messages = request.messages
-    listed = [i for i, message in enumerate(messages) if _listing(message)]
-    if not listed:
-        return call("run_linter")
-    latest = listed[-1]
-    issues = [(code, int(line)) for line, code in FIXABLE.findall(_summary(messages[latest]))]
-    asked = {
-        (str(item.arguments.get("code")), int(item.arguments.get("line", 0)))
-        for message in messages[latest + 1 :]
-        for item in message.tool_calls
-        if item.name == "apply_fix"
-    }
-    pending = [issue for issue in issues if issue not in asked]
-    if pending and "apply_fix" in allowed:
-        code, line = pending[0]
-        return call("apply_fix", code=code, line=line)
-    if "submit_result" not in allowed and issues:
-        code, line = issues[0]
-        return call("apply_fix", code=code, line=line)
-    return call("submit_result", summary="Fixed the fixable lint issues.")
-
-
-def _response(message: Message) -> dict[str, object]:
-    try:
-        content = json.loads(message.content)
-    except json.JSONDecodeError:
-        return {}
-    response = content.get("response") if isinstance(content, dict) else None
-    return response if isinstance(response, dict) else {}
-
-
-def _listing(message: Message) -> bool:
-    """A successful tool result that lists the file's fixable issues."""
-    return (
-        message.role == "tool"
-        and message.name in LISTINGS
-        and _response(message).get("outcome") == "success"
-    )
-
-
-def _summary(message: Message) -> str:
-    return str(_response(message).get("summary", ""))
+    if "rewrite_lines" not in allowed or not request.choices.get("code"):
+        return call("submit_result")
+    found = CANDIDATE.search(request.messages[-1].content)
+    text = found.group(1) if found else BROKEN
+    [code] = request.choices["code"]
+    [line] = request.choices["line"]
+    return call("rewrite_lines", code=code, line=line, text=text)

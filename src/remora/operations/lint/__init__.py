@@ -1,13 +1,13 @@
 """The lint operation: fix what ruff finds with verified, reviewable edits, never ``noqa``.
 
 Its agent (``agents/lint``), capabilities (:mod:`.capabilities`, with Remora's own
-rewrites), evaluation against ``ruff --fix`` (:mod:`.evaluation`), expert policy
-(:mod:`.expert`) and training material (:mod:`.corpus`) live here.
+rewrites in :mod:`._rewrites`; :mod:`.residue` for the model's step) and evaluation
+against ``ruff --fix`` (:mod:`.evaluation`) live here.
 
-The host takes every step (the agent's precheck applies every fix it can verify, runs the
-tests and states the result), so no model decision is left and nothing is traced for
-training: the expert and the planner stay for the step that will ask the model about the
-issues no tool can fix.
+The host takes every step that follows from the state (the agent's precheck applies every
+fix it can verify, its submit runs the tests and states the result). The model is asked
+only about the manual residue, the issues no tool may fix, when ``options.use_model`` is
+set; its rewrites are kept only when verified like every fix.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from remora.operations.base import Operation
-from remora.operations.lint import capabilities
+from remora.operations.lint import capabilities, residue
 from remora.tools.capabilities import capabilities_of
 
 if TYPE_CHECKING:
@@ -34,7 +34,11 @@ def _evaluate(context: EvalContext) -> OperationReport:
 LINT = Operation(
     name="lint",
     agent_dirs=(Path(__file__).resolve().parent / "agents",),
-    capabilities=capabilities_of(capabilities),
+    capabilities=capabilities_of(capabilities, residue),
+    # The embedded model's rewrites of the residue are refused by the checks (measured with
+    # remora eval, docs/evaluation.md), so by default the residue is left for the person;
+    # a larger model on a server may be asked with options.use_model.
+    options={"use_model": False},
     evaluate=_evaluate,
     summary="fix ruff-detectable issues with verified edits (vs ruff --fix)",
 )

@@ -28,7 +28,7 @@ import re
 import tempfile
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,6 +61,7 @@ FIXABLE: tuple[FixKind, ...] = ("ruff_safe", "rewrite", "ruff_unsafe")
 MAX_FIX_ROUNDS = 200
 """At most this many fixes tried on one file by ``lint_fix_all``."""
 _LINE_NUMBER = re.compile(r"\bline \d+")
+_MODEL_STATE = "lint_model"
 _SUPPRESSION = re.compile(r"#\s*(noqa|ruff\s*:\s*noqa|type:\s*ignore)", re.IGNORECASE)
 
 
@@ -72,7 +73,7 @@ def lint_issues(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     note. ``choices`` lists the codes and lines a fix can be asked for.
     """
     relative, text, _ = read_python(ctx, path, "lint_issues")
-    with _Linter(ctx, relative) as linter:
+    with Linter(ctx, relative) as linter:
         issues = linter.classified(text)
     return _report(relative, issues)
 
@@ -88,7 +89,7 @@ def lint_fix(ctx: CapabilityContext, path: str, code: str, line: int) -> dict[st
     relative, text, bom = read_python(ctx, path, "lint_fix")
     rule = single_code(code)
     row = as_int(line, "line")
-    with _Linter(ctx, relative) as linter:
+    with Linter(ctx, relative) as linter:
         done = _fix(linter, text, rule, row)
     write_text(ctx, relative, done.text, bom=bom)
     report = _report(relative, done.remaining)
@@ -120,7 +121,7 @@ def lint_fix_all(ctx: CapabilityContext, path: str) -> dict[str, Any]:
         row = issue["line"]
         return issue["code"], lines[row - 1].strip() if 0 < row <= len(lines) else ""
 
-    with _Linter(ctx, relative) as linter:
+    with Linter(ctx, relative) as linter:
         raw = linter.raw(current)
         issues = [linter.classify(current, item) for item in raw]
         for _ in range(MAX_FIX_ROUNDS):
@@ -172,7 +173,7 @@ class _Fixed:
 
 
 def _fix(
-    linter: _Linter,
+    linter: Linter,
     text: str,
     rule: str,
     row: int,
@@ -217,7 +218,7 @@ def _fix(
         ]
         new_text, _ = apply_edits(text, items)
         description = str((items[0].get("fix") or {}).get("message") or f"ruff's fix for {rule}")
-    raw_after = _verified(linter, rule, row, text, new_text, raw)
+    raw_after = verified_fix(linter, rule, row, text, new_text, raw)
     remaining = [linter.classify(new_text, item) for item in raw_after]
     return _Fixed(new_text, row, kind, description, raw_after, remaining)
 
@@ -244,20 +245,34 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
         "failing_anyway": [],
     }
     if tests and original is not None and result["changed"]:
-        failing = _failing(pytest_run(ctx, tests))
-        if failing:
-            edited = store_read(ctx, relative)
+        broken, result["failing_anyway"] = tests_broken_by(ctx, relative, original, tests)
+        if broken:
             ctx.store.write(relative, original)
-            still = set(_failing(pytest_run(ctx, failing)))
-            broken = [nodeid for nodeid in failing if nodeid not in still]
-            result["failing_anyway"] = sorted(still)
-            if broken:
-                result.update(ok=False, changed=False, reverted=True, broken=broken)
-                text = decode_text(relative, original)
-            else:
-                ctx.store.write(relative, edited)
+            result.update(ok=False, changed=False, reverted=True, broken=broken)
+            text = decode_text(relative, original)
     result["fixed"], result["left"] = _lint_outcome(ctx, relative, original, text)
     return result
+
+
+def tests_broken_by(
+    ctx: CapabilityContext, relative: str, original: bytes, tests: list[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """The tests that import the module (``tests``, else found) and fail with the file as
+    the store has it but pass with ``original``, and those that fail either way. The store
+    keeps its content."""
+    tests = module_tests(ctx, relative) if tests is None else tests
+    if not tests:
+        return [], []
+    failing = _failing(pytest_run(ctx, tests))
+    if not failing:
+        return [], []
+    edited = store_read(ctx, relative)
+    ctx.store.write(relative, original)
+    try:
+        still = set(_failing(pytest_run(ctx, failing)))
+    finally:
+        ctx.store.write(relative, edited)
+    return [nodeid for nodeid in failing if nodeid not in still], sorted(still)
 
 
 @capability
@@ -274,6 +289,9 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     }
     if checked["failing_anyway"]:
         details["tests_failing_without_the_fixes"] = checked["failing_anyway"]
+    attempts = model_attempts(ctx)
+    if attempts.asked:
+        details |= attempts.account()
     if checked["reverted"]:
         return {
             "status": "failed",
@@ -292,10 +310,16 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
         rest += [f"{manual} for a person"] if manual else []
         return {
             "status": "partial" if left["fixable"] else "success",
-            "summary": f"Fixed {fixed or 'issues'}; "
+            "summary": f"Fixed {fixed or 'issues'}{attempts.said()}; "
             + (", ".join(rest) if rest else "no issue left")
             + tested,
             "details": {**details, "fixed": checked["fixed"]},
+        }
+    if attempts.asked:
+        return {
+            "status": "failed",
+            "summary": f"Nothing changed{attempts.said()}; {left['count']} issue(s) for a person",
+            "details": details,
         }
     if left["fixable"]:
         return {
@@ -306,13 +330,57 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     return {"status": "skipped", "summary": "nothing to fix", "details": details}
 
 
+@dataclass
+class ModelAttempts:
+    """The model's rewrites in one job (:mod:`.residue`): per issue (code, text of its
+    line) how often it was asked, the rewrites kept, those refused and the last complaint."""
+
+    tries: dict[tuple[str, str], int] = field(default_factory=dict)
+    rewritten: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    complaint: str = ""
+
+    @property
+    def asked(self) -> bool:
+        return bool(self.tries)
+
+    def account(self) -> dict[str, Any]:
+        """The job's details: issues asked, rewrites kept and refused."""
+        return {
+            "model_asked": len(self.tries),
+            "model_rewrites": list(self.rewritten),
+            "model_refused": list(self.refused),
+        }
+
+    def said(self) -> str:
+        """The summary's clause on the model's part, or nothing when it was not asked."""
+        if not self.asked:
+            return ""
+        kept = ", ".join(f"{item['code']} on line {item['line']}" for item in self.rewritten)
+        parts = [f"the model's rewrite of {kept} was kept"] if kept else []
+        if self.refused:
+            parts.append(
+                f"{len(self.refused)} rewrite(s) refused (last: {self.refused[-1]['problem']})"
+            )
+        return " (" + "; ".join(parts) + ")"
+
+
+def model_attempts(ctx: CapabilityContext) -> ModelAttempts:
+    """The job's :class:`ModelAttempts`, kept in its working state."""
+    found = ctx.state.get(_MODEL_STATE)
+    if not isinstance(found, ModelAttempts):
+        found = ModelAttempts()
+        ctx.state[_MODEL_STATE] = found
+    return found
+
+
 def _lint_outcome(
     ctx: CapabilityContext, relative: str, original: bytes | None, text: str
 ) -> tuple[dict[str, int], dict[str, int]]:
     """The issues per code that the project's version of the file has and ``text`` lacks,
     and how many issues (and fixable ones) ``text`` has."""
     before_text = decode_text(relative, original) if original is not None else text
-    with _Linter(ctx, relative) as linter:
+    with Linter(ctx, relative) as linter:
         after = linter.classified(text)
         before = [issue["code"] for issue in after]
         if before_text != text:
@@ -322,7 +390,7 @@ def _lint_outcome(
     return dict(sorted(removed.items())), {"count": report["count"], "fixable": report["fixable"]}
 
 
-class _Linter:
+class Linter:
     """ruff on one file's text (through stdin, in a view so the project's config applies)."""
 
     def __init__(self, ctx: CapabilityContext, relative: str) -> None:
@@ -333,7 +401,7 @@ class _Linter:
         self.rules = parse_codes(self.options.get("select")) or list(DEFAULT_RULES)
         self.unsafe = bool(self.options.get("unsafe_fixes", True))
 
-    def __enter__(self) -> _Linter:
+    def __enter__(self) -> Linter:
         self._view_cm = materialize(self.ctx)
         self._home_cm = tempfile.TemporaryDirectory()
         self.view = self._view_cm.__enter__()
@@ -381,8 +449,8 @@ class _Linter:
         return "manual", "no automatic fix exists for this rule"
 
 
-def _verified(
-    linter: _Linter,
+def verified_fix(
+    linter: Linter,
     rule: str,
     row: int,
     before: str,

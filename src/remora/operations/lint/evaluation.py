@@ -28,21 +28,21 @@ numbers ignored (also inside messages):
 * parse = chosen modules that still parse; tests pass = the package's own suite still
   passes (not measured, "-", when it did not pass before injection).
 
-Three copies of the injected package are given to: (a) ``ruff check --isolated --select
+Four copies of the injected package are given to: (a) ``ruff check --isolated --select
 <rules> --fix``, (b) the same with ``--unsafe-fixes``, (c) Remora's lint agent on the
-chosen modules, every change it proposes accepted. For Remora, besides the figures every
-operation reports (jobs per minute, mean turns, tool-call validity), ``details`` has each
-job and whether its tool sequence was ideal: ``run_linter`` first, then only
-``apply_fix`` calls, at most as many as the fixable issues ``lint_issues`` listed for the
-file before the run, then ``submit_result`` last, with no fixable issue left. Jobs the
-precheck skipped (0 turns) have no sequence and are left out of that share.
+chosen modules with ``options.use_model=false`` (``remora (host only)``: every verified fix,
+no model turn), (d) the same with ``options.use_model=true`` (``remora (model rewrites)``:
+then the model rewrites the lines of the issues no tool may fix). Every change Remora
+proposes is accepted. Besides the figures every operation reports (jobs per minute, mean
+turns, tool-call validity, model share of the time), ``details`` has each job and, for
+(d), the manual issues the model was asked about per code and how many of its rewrites
+were kept (each verified like every fix and by the module's tests).
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -76,7 +76,14 @@ PER_MODULE = 8
 MIN_MODULE_LINES = 40
 RUFF_FIX_TIMEOUT_S = 600.0
 NOQA = re.compile(r"#\s*noqa\b|ruff\s*:\s*noqa", re.IGNORECASE)
-REMORA = "remora"
+HOST_ONLY = "remora (host only)"
+MODEL = "remora (model rewrites)"
+VARIANTS = (
+    (HOST_ONLY, "operations.lint.options.use_model=false", "remora-host-only"),
+    (MODEL, "operations.lint.options.use_model=true", "remora-model"),
+)
+"""Remora's rows: the host alone and the host with the model's rewrites of the residue;
+their names, settings and scratch folders."""
 
 
 @dataclass(frozen=True)
@@ -221,8 +228,8 @@ def evaluate(ctx: EvalContext, *, per_module: int = PER_MODULE) -> OperationRepo
     if not modules:
         report.error = f"no module of at least {MIN_MODULE_LINES} lines outside the tests"
         return report
-    fixed_steps = len(modules) + 1 + len(RUFF_FIXERS) + 1
-    ctx.progress.expect(fixed_steps + len(modules))
+    fixed_steps = len(modules) + 1 + len(RUFF_FIXERS) + len(VARIANTS)
+    ctx.progress.expect(fixed_steps + len(modules) * len(VARIANTS))
     try:
         setup = prepare(ctx, modules, per_module)
     except RuffError as exc:
@@ -234,11 +241,16 @@ def evaluate(ctx: EvalContext, *, per_module: int = PER_MODULE) -> OperationRepo
     for fixer in RUFF_FIXERS:
         score, measured[fixer.name] = ruff_fixer(ctx, setup, fixer)
         report.scores.append(score)
-    score, measured[REMORA], figures, jobs = remora(ctx, setup, fixed_steps, host)
-    report.scores.append(score)
-    report.remora.append(figures)
+    jobs: dict[str, list[dict[str, Any]]] = {}
+    others = fixed_steps + len(modules) * (len(VARIANTS) - 1)  # the other rows' jobs too
+    for name, setting, folder in VARIANTS:
+        score, measured[name], figures, jobs[name] = remora(
+            ctx, setup, others, host, name, setting, folder
+        )
+        report.scores.append(score)
+        report.remora.append(figures)
 
-    report.notes = notes(ctx, setup, host)
+    report.notes = notes(ctx, setup, host, jobs[MODEL])
     report.details = details(setup, host, measured, jobs)
     return report
 
@@ -321,33 +333,42 @@ def ruff_fixer(ctx: EvalContext, setup: Setup, fixer: Fixer) -> tuple[Score, Mea
 
 
 def remora(
-    ctx: EvalContext, setup: Setup, fixed_steps: int, host: HostFixable
+    ctx: EvalContext,
+    setup: Setup,
+    fixed_steps: int,
+    host: HostFixable,
+    name: str,
+    setting: str,
+    folder: str,
 ) -> tuple[Score, Measured, RemoraFigures, list[dict[str, Any]]]:
-    """Remora's lint agent on the chosen modules of a fresh copy, every change accepted."""
-    ctx.progress.doing("Remora: planning")
-    copy = ctx.scratch(REMORA, setup.project)
+    """Remora's lint agent (``setting`` applied) on the chosen modules of a fresh copy,
+    every change accepted: the row ``name``, besides ``fixed_steps`` other progress steps."""
+    ctx.progress.doing(f"{name}: planning")
+    copy = ctx.scratch(folder, setup.project)
 
     def planned(jobs: int) -> None:
         ctx.progress.expect(fixed_steps + jobs)
-        ctx.progress.doing(f"Remora: {jobs} lint job(s)")
+        ctx.progress.doing(f"{name}: {jobs} lint job(s)")
 
     def finished(job: JobRecord) -> None:
-        ctx.progress.doing(f"Remora: {job.file_path} {job.status}")
+        ctx.progress.doing(f"{name}: {job.file_path} {job.status}")
         ctx.progress.done()
 
-    run = ctx.session.run(copy, setup.modules, [OPERATION], on_planned=planned, on_job=finished)
-    ctx.progress.doing("measuring Remora")
+    run = ctx.session.run(
+        copy, setup.modules, [OPERATION], sets=[setting], on_planned=planned, on_job=finished
+    )
+    ctx.progress.doing(f"measuring {name}")
     outcome = measure(ctx, setup, copy) if run.jobs else Measured()
     ctx.progress.done()
     score = Score(
-        tool=REMORA,
+        tool=name,
         kind="remora",
         values=outcome.values,
         wall_s=run.wall_s,
         error=run.error or outcome.error,
     )
     jobs = [job_detail(job, host.at_start) for job in run.of(OPERATION)]
-    return score, outcome, run.figures(REMORA, OPERATION), jobs
+    return score, outcome, run.figures(name, OPERATION), jobs
 
 
 def measure(ctx: EvalContext, setup: Setup, project: Project) -> Measured:
@@ -404,43 +425,46 @@ def parse_count(project: Project, files: Sequence[str]) -> int:
     return count
 
 
-def tool_sequence(job: JobRecord) -> list[str]:
-    """The names of the job's executed tool calls, in order."""
-    return [entry.name for entry in job.telemetry.timeline if entry.kind == "tool"]
-
-
-def ideal(job: JobRecord, fixable_at_start: dict[str, int]) -> bool:
-    """Whether the job's tool sequence is the ideal one of the module docstring."""
-    sequence = tool_sequence(job)
-    if len(sequence) < 2 or sequence[0] != "run_linter" or sequence[-1] != "submit_result":
-        return False
-    fixes = sequence[1:-1]
-    if any(name != "apply_fix" for name in fixes):
-        return False
-    limit = fixable_at_start.get(job.file_path or "")
-    if limit is not None and len(fixes) > limit:
-        return False
-    left = job.details.get("fixable_left")
-    return not (isinstance(left, int) and left > 0)
-
-
 def job_detail(job: JobRecord, fixable_at_start: dict[str, int]) -> dict[str, Any]:
-    """One Remora job as ``details`` keeps it; ``ideal`` is None for a skipped job."""
-    ran = job.telemetry.turns > 0
+    """One Remora job as ``details`` keeps it."""
     return {
         "file": job.file_path,
         "status": job.status,
         "turns": job.telemetry.turns,
         "fixable_at_start": fixable_at_start.get(job.file_path or ""),
-        "sequence": _compact(tool_sequence(job)),
-        "ideal": ideal(job, fixable_at_start) if ran else None,
         "summary": job.summary,
         "details": job.details,
         "error": job.error,
     }
 
 
-def notes(ctx: EvalContext, setup: Setup, host: HostFixable) -> list[str]:
+def model_residue(jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The manual issues the model was asked about and its rewrites kept, in all and per
+    code, with what was refused."""
+    asked: Counter[str] = Counter()
+    kept: Counter[str] = Counter()
+    refused: list[str] = []
+    for job in jobs:
+        found = job["details"] or {}
+        for item in found.get("model_rewrites", []):
+            kept[item["code"]] += 1
+        for item in found.get("model_refused", []):
+            refused.append(f"{job['file']} {item['code']} line {item['line']}: {item['problem']}")
+        seen = {(item["code"], item["line"]) for item in found.get("model_refused", [])}
+        seen |= {(item["code"], item["line"]) for item in found.get("model_rewrites", [])}
+        for code, _ in seen:
+            asked[code] += 1
+    return {
+        "asked": sum(asked.values()),
+        "kept": sum(kept.values()),
+        "by_code": {code: {"asked": asked[code], "kept": kept[code]} for code in sorted(asked)},
+        "refused_examples": refused[:10],
+    }
+
+
+def notes(
+    ctx: EvalContext, setup: Setup, host: HostFixable, model_jobs: list[dict[str, Any]]
+) -> list[str]:
     """What a reader of the table needs: how it was measured, what was dropped or not run."""
     kept = sum(len(item.applied) for item in setup.injections)
     wanted = (
@@ -480,6 +504,14 @@ def notes(ctx: EvalContext, setup: Setup, host: HostFixable) -> list[str]:
             f"Remora may fix at best {host.total} of the injected diagnostics "
             "(the others it classifies as manual)"
         )
+    residue = model_residue(model_jobs)
+    codes = ", ".join(
+        f"{code} {counts['kept']}/{counts['asked']}" for code, counts in residue["by_code"].items()
+    )
+    found.append(
+        f"{MODEL}: the model was asked to rewrite {residue['asked']} issue(s) no tool may fix "
+        f"and {residue['kept']} rewrite(s) were kept" + (f" (kept/asked: {codes})" if codes else "")
+    )
     return found
 
 
@@ -487,12 +519,11 @@ def details(
     setup: Setup,
     host: HostFixable,
     measured: dict[str, Measured],
-    jobs: list[dict[str, Any]],
+    jobs: dict[str, list[dict[str, Any]]],
 ) -> dict[str, Any]:
     """The JSON report's detail: injections per module, counts per code, Remora's jobs."""
     wanted = _by_code(setup.wanted)
     codes = sorted(wanted)
-    ran = [job for job in jobs if job["ideal"] is not None]
     return {
         "rules": list(DEFAULT_RULES),
         "injections": [asdict(item) for item in setup.injections],
@@ -515,8 +546,7 @@ def details(
         "new_examples": {name: outcome.new_examples for name, outcome in measured.items()},
         "tests": {name: outcome.tests for name, outcome in measured.items() if outcome.tests},
         "remora_jobs": jobs,
-        "remora_off_ideal": sum(not job["ideal"] for job in ran),
-        "remora_with_sequence": len(ran),
+        "model_residue": model_residue(jobs[MODEL]),
     }
 
 
@@ -525,14 +555,3 @@ def _by_code(diagnostics: Counter[Diagnostic]) -> Counter[str]:
     for (_, code, _), count in diagnostics.items():
         counts[code] += count
     return counts
-
-
-def _compact(sequence: list[str]) -> str:
-    """``a > b > b > b > c`` as ``a > b x3 > c``."""
-    if not sequence:
-        return "(none)"
-    parts: list[str] = []
-    for name, group in itertools.groupby(sequence):
-        count = len(list(group))
-        parts.append(f"{name} x{count}" if count > 1 else name)
-    return " > ".join(parts)
