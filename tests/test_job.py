@@ -20,6 +20,7 @@ from remora.tools.runtime import ToolRuntime
 from tests.stores import overlay_store, write_tree
 
 SAMPLE = Path(__file__).parent.parent / "examples" / "sample_project"
+FIXER = Path(__file__).parent / "data" / "expectation_agents"
 
 
 def copy_sample(tmp_path: Path) -> Path:
@@ -150,15 +151,13 @@ def test_a_template_without_the_node_text_fits_nothing(tmp_path: Path) -> None:
     source = Path(textwrap.__file__).read_text(encoding="utf-8")
     project = write_tree(tmp_path / "proj", {"textwrap.py": source})
     config = installed_operations().config(model=ModelConfig(context_size=2048))
-    agent = load_agents()["lint"]
+    agent = load_agents([FIXER])["fixer"]  # its node context names the file only
     [node] = [n for n in discover([project], root=project).nodes if n.node_type == "file"]
     model = ScriptedModel([call("submit_result", summary="nothing")])
-    job = Job(agent=agent, node=node, key=JobKey("lint", node.node_id, run_id="r1"))
+    job = Job(agent=agent, node=node, key=JobKey("fixer", node.node_id, run_id="r1"))
     with ToolRuntime(config.tools) as runtime:
         result = asyncio.run(
             run_job(job, model=model, runtime=runtime, store=overlay_store(project), config=config)
         )
     assert "node_outlined" not in result.details
-    assert model.requests[0].messages[1].content.strip() == (
-        "Python file textwrap.py. Call run_linter first."
-    )
+    assert model.requests[0].messages[1].content.strip() == ("Python file textwrap.py.")

@@ -75,7 +75,9 @@ def test_each_bundled_operation_lives_in_one_folder() -> None:
         home = agents.parent
         assert home.parent == OPERATIONS, operation.name
         assert (agents / operation.agent_name / f"{operation.agent_name}.yaml").is_file()
-        for module in ("evaluation.py", "expert.py", "corpus.py", "__init__.py"):
+        # an operation whose model steps are traced for training has its expert and corpus
+        traced = ("expert.py", "corpus.py") if operation.plan_episodes else ()
+        for module in ("evaluation.py", "__init__.py", *traced):
             assert (home / module).is_file(), (operation.name, module)
         for capability in operation.capabilities.values():
             assert capability.func.__module__.startswith(f"remora.operations.{home.name}.")

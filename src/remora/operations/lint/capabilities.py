@@ -116,11 +116,6 @@ def lint_fix_all(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     tried: set[tuple[str, str]] = set()
     current = text
 
-    def key(issue: dict[str, Any], lines: list[str]) -> tuple[str, str]:
-        """An issue by its code and its line's text: a fix above moves it, not this."""
-        row = issue["line"]
-        return issue["code"], lines[row - 1].strip() if 0 < row <= len(lines) else ""
-
     with Linter(ctx, relative) as linter:
         raw = linter.raw(current)
         issues = [linter.classify(current, item) for item in raw]
@@ -129,12 +124,12 @@ def lint_fix_all(ctx: CapabilityContext, path: str) -> dict[str, Any]:
             pending = [
                 issue
                 for issue in issues
-                if issue["fix"] != "manual" and key(issue, lines) not in tried
+                if issue["fix"] != "manual" and issue_key(issue, lines) not in tried
             ]
             if not pending:
                 break
             issue = max(pending, key=lambda found: (found["line"], found["code"]))
-            tried.add(key(issue, lines))
+            tried.add(issue_key(issue, lines))
             try:
                 done = _fix(linter, current, issue["code"], issue["line"], (raw, issues))
             except ToolError as exc:
@@ -159,6 +154,12 @@ def lint_fix_all(ctx: CapabilityContext, path: str) -> dict[str, Any]:
         "diff": bounded_diff(relative, text, current, context=1),
         **_report(relative, issues),
     }
+
+
+def issue_key(issue: dict[str, Any], lines: list[str]) -> tuple[str, str]:
+    """An issue by its code and its line's text: an edit above moves it, not this."""
+    row = issue["line"]
+    return issue["code"], lines[row - 1].strip() if 0 < row <= len(lines) else ""
 
 
 @dataclass(frozen=True)

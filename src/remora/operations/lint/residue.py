@@ -24,6 +24,7 @@ from remora.errors import ToolError
 from remora.operations.lint.capabilities import (
     Linter,
     ModelAttempts,
+    issue_key,
     model_attempts,
     tests_broken_by,
     verified_fix,
@@ -62,21 +63,10 @@ def involved_lines(text: str, line: int) -> tuple[int, int] | None:
         start, end = node.lineno, node.end_lineno or node.lineno
         body = getattr(node, "body", None)
         if isinstance(body, list) and body and isinstance(body[0], ast.AST):
-            inner = [getattr(node, "decorator_list", [])]
-            first = min(
-                [getattr(child, "lineno", end) for child in body]
-                + [getattr(child, "lineno", end) for group in inner for child in group]
-            )
-            end = max(start, first - 1)
+            end = max(start, min(getattr(child, "lineno", end) for child in body) - 1)
         if start <= line <= end and (best is None or end - start <= best[1] - best[0]):
             best = (start, end)
     return best
-
-
-def _key(issue: dict[str, Any], lines: list[str]) -> tuple[str, str]:
-    """An issue by its code and its line's text: an edit above moves it, not this."""
-    row = issue["line"]
-    return issue["code"], lines[row - 1].strip() if 0 < row <= len(lines) else ""
 
 
 def _askable(
@@ -90,7 +80,7 @@ def _askable(
     for issue in sorted(issues, key=lambda item: (-item["line"], item["code"])):
         if issue["fix"] != "manual" or issue["code"] not in MODEL_CODES:
             continue
-        if state.tries.get(_key(issue, lines), 0) >= MAX_ATTEMPTS:
+        if state.tries.get(issue_key(issue, lines), 0) >= MAX_ATTEMPTS:
             continue
         span = involved_lines(text, issue["line"])
         if span is None or span[1] - span[0] + 1 > MAX_LINES:
@@ -198,7 +188,7 @@ def lint_rewrite(
             )
         issue = askable[0]
         lines = before.splitlines()
-        key = _key(issue, lines)
+        key = issue_key(issue, lines)
         state.tries[key] = state.tries.get(key, 0) + 1
         start, end = issue["start"], issue["end"]
         rows = fitted(lines[start - 1 : end], text)
