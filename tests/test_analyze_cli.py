@@ -101,11 +101,68 @@ def test_json_output_and_auto_accept(project: Path) -> None:
     assert "WS_004" in done.stderr
 
 
-def test_nothing_to_run_is_a_usage_error(project: Path) -> None:
-    done = remora("analyze", ".", "--ops", "nosuch", cwd=project)
-    assert done.returncode == 2
-    assert "RUN_020" in done.stderr and "RUN_021" in done.stderr
+@pytest.mark.parametrize(
+    ("ops", "said"),
+    [
+        ("nosuch", "unknown operation 'nosuch'"),
+        ("marker,nosuch", "unknown operation 'nosuch'"),  # the known one does not run alone
+        ("", "--ops names no operation"),  # not "every operation"
+        (" , ", "--ops names no operation"),
+    ],
+)
+def test_a_wrong_ops_list_is_a_usage_error_before_any_work(
+    project: Path, ops: str, said: str
+) -> None:
+    done = remora(*MARKER, "analyze", ".", "--ops", ops, cwd=project)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"RUN_020: {said}" in done.stderr
     assert "Traceback" not in done.stderr
+    assert not (project / ".remora" / "runs").exists()  # nothing ran, no run recorded
+
+
+def test_exit_codes_tell_a_finding_from_a_broken_run(project: Path) -> None:
+    """As ruff's: 1 when --check finds changes, 2 when a job could not finish (here every
+    job outruns runner.job_timeout), whether or not --check is given."""
+    found = remora(*MARKER, "analyze", "pkg/mod.py", "--ops", "marker", "--check", cwd=project)
+    assert found.returncode == 1, found.stderr
+    timeout = ("--set", "runner.job_timeout=0.2")
+    for check in ([], ["--check"]):
+        broken = remora(
+            *MARKER,
+            *timeout,
+            "analyze",
+            "pkg/mod.py",
+            "--ops",
+            "marker",
+            *check,
+            cwd=project,
+            delay=1.0,
+        )
+        assert broken.returncode == 2, broken.stdout + broken.stderr
+        assert "2 interrupted" in broken.stdout
+    assert "Exit codes, as ruff's" in remora("analyze", "--help", cwd=project).stdout
+
+
+def test_global_options_work_after_the_command_name(project: Path) -> None:
+    done = remora("analyze", "pkg/mod.py", "--ops", "marker", *MARKER, "-j", "1", "-v", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert any(" turn 1: mark({})" in line for line in done.stderr.splitlines())
+    quiet = remora("config", "--set", "runner.max_turns=3", "-f", "json", "-q", cwd=project)
+    assert quiet.returncode == 0, quiet.stderr
+    assert json.loads(quiet.stdout)["runner"]["max_turns"] == 3
+
+
+def test_the_printed_review_command_works_from_where_analyze_ran(project: Path) -> None:
+    inside = project / "pkg"
+    done = remora(*MARKER, "analyze", "mod.py", "--ops", "marker", cwd=inside)
+    assert done.returncode == 0, done.stderr
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("review with: ")]
+    run_id = RunStore(WorkspaceManager(project)).list()[0].run_id
+    assert line == f"review with: remora review {run_id} -p .."
+    listed = remora("runs", "-p", "..", "-f", "json", cwd=inside)
+    assert listed.returncode == 0 and run_id in listed.stdout
+    # the state directory ignores itself, so git status stays clean
+    assert (project / ".remora" / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
 def test_ctrl_c_records_an_interrupted_run(project: Path) -> None:
@@ -155,3 +212,27 @@ def test_retry_reruns_what_review_marked(project: Path) -> None:
     assert old[marked.job_id] == "rejected"
     nothing = remora(*MARKER, "retry", manifest.run_id, cwd=project)
     assert nothing.returncode == 0 and "nothing is marked for retry" in nothing.stdout
+
+
+def test_a_run_whose_process_was_killed_is_not_left_running(project: Path) -> None:
+    env = {**os.environ, "REMORA_TEST_MODEL_DELAY": "5"}
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPTED), *MARKER, "analyze", ".", "--ops", "marker", "-j", "1"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    runs_dir = project / ".remora" / "runs"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(runs_dir.glob("*.json")):
+        time.sleep(0.1)
+    process.kill()  # as a closed terminal's SIGHUP would, with no chance to clean up
+    process.wait(timeout=30)
+    listed = remora("runs", "-f", "json", cwd=project)
+    assert listed.returncode == 0, listed.stderr
+    [run] = json.loads(listed.stdout)
+    assert run["status"] == "interrupted"
+    manifest = RunStore(WorkspaceManager(project)).resolve(None)
+    assert manifest.status == "interrupted"
+    assert {job.status for job in manifest.jobs} <= {"interrupted", "success", "skipped"}

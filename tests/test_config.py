@@ -146,6 +146,25 @@ def test_error_names_the_layer_that_set_the_bad_value(tmp_path: Path) -> None:
     assert "from environment" in caught.value.message
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        "runner:\n  bogus:\n",  # null
+        "runner:\n  bogus: {}\n",
+        "runner:\n  bogus:\n    deeper: 1\n",
+        "runner: 3\n",  # a scalar where a mapping belongs
+    ],
+)
+def test_an_unknown_or_misshapen_key_names_the_file_it_came_from(
+    tmp_path: Path, content: str
+) -> None:
+    config = write(tmp_path / "remora.yaml", content)
+    with pytest.raises(ConfigError) as caught:
+        load_config(tmp_path, environ={})
+    assert f"(from {config})" in caught.value.message
+    assert "(from default)" not in caught.value.message
+
+
 def test_bad_toml_in_explicit_pyproject(tmp_path: Path) -> None:
     path = write(tmp_path / "pyproject.toml", "[tool.remora\n")
     with pytest.raises(ConfigError) as caught:

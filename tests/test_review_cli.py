@@ -11,6 +11,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from remora.cli.review import wrapped
 from remora.orchestration import JobRecord, ReviewService, RunStore
 from remora.runner.result import AgentResult
 from remora.workspace import WorkspaceManager
@@ -192,8 +193,12 @@ def test_review_without_a_terminal_points_at_the_other_commands(
     assert (project / "a.py").read_bytes() == original("a")
 
 
-def spawn_review(project: Path, *args: str) -> pexpect.spawn:
-    env = dict(os.environ, TERM="dumb", COLUMNS="120", LINES="50")
+PROMPT = r"\[a/r/s/t/e/A/q/\?\]"
+
+
+def spawn_review(project: Path, *args: str, editor: str = "false") -> pexpect.spawn:
+    env = dict(os.environ, TERM="dumb", COLUMNS="120", LINES="50", EDITOR=editor)
+    env.pop("VISUAL", None)
     return pexpect.spawn(
         str(REMORA),
         ["review", "--project", str(project), *args],
@@ -202,6 +207,80 @@ def spawn_review(project: Path, *args: str) -> pexpect.spawn:
         timeout=30,
         dimensions=(50, 120),
     )
+
+
+def test_pending_changes_of_every_run_are_reviewed_newest_per_node(project: Path) -> None:
+    """A watch save or a retry makes a new run: review with no id offers every run's
+    pending changes, the newest of each node and operation, and leaves the older ones."""
+    first, old = make_run(project, [("lint", "a"), ("lint", "b")])
+    second, new = make_run(project, [("lint", "a"), ("docstring", "c")])
+    assert first < second
+    pending = ReviewService(WorkspaceManager(project)).pending_everywhere()
+    assert [job.workspace_id for job in pending.jobs] == [
+        new["lint:a"],
+        old["lint:b"],
+        new["docstring:c"],
+    ]
+    assert (pending.runs, pending.hidden) == (2, 1)
+    only = ReviewService(WorkspaceManager(project)).pending_everywhere("docstring")
+    assert [job.workspace_id for job in only.jobs] == [new["docstring:c"]]
+    child = spawn_review(project)
+    child.expect(r"3 change\(s\) to review, the newest per node, from 2 run\(s\); 1 older")
+    child.expect(PROMPT)
+    child.sendline("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert reviews(project, first)[old["lint:a"]] == "pending"  # left as it was
+
+
+def test_keys_help_and_editing_the_proposal_in_the_editor(project: Path, tmp_path: Path) -> None:
+    _, ids = make_run(project, [("lint", "a")])
+    script = tmp_path / "editor.py"
+    script.write_text(
+        "import sys\n"
+        "path = sys.argv[1]\n"
+        "text = open(path).read().replace('return 2', 'return 3')\n"
+        "open(path, 'w').write(text)\n"
+    )
+    child = spawn_review(project, editor=f"{sys.executable} {script}")
+    child.expect(PROMPT)
+    child.sendline("?")
+    child.expect("e  edit: open the proposed file")
+    child.expect(PROMPT)
+    child.sendline("e")
+    child.expect("edited a.py")
+    child.expect(r"\+    return 3")  # the diff is shown again, as edited
+    child.expect(PROMPT)
+    child.sendline("a")
+    child.expect(f"{ids['lint:a']}: accepted")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert (project / "a.py").read_bytes() == b"def a():\n    return 3\n"
+
+
+def test_an_editor_that_fails_changes_nothing(project: Path) -> None:
+    make_run(project, [("lint", "a")])
+    child = spawn_review(project, editor="false")
+    child.expect(PROMPT)
+    child.sendline("e")
+    child.expect(r"the editor \(false\) exited with 1; nothing changed")
+    child.expect(PROMPT)
+    child.sendline("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert (project / "a.py").read_bytes() == original("a")
+
+
+def test_long_lines_are_folded_with_a_marker_never_cut() -> None:
+    diff = "@@ -1 +1 @@\n+" + "x" * 25 + "END\n short"
+    hook = "\N{RIGHTWARDS ARROW WITH HOOK} "
+    assert wrapped(diff, 12).splitlines() == [
+        "@@ -1 +1 @@",
+        "+" + "x" * 11,
+        f"+{hook}" + "x" * 9,
+        f"+{hook}xxxxxEND",
+        " short",
+    ]
 
 
 def test_interactive_review_in_a_pseudo_terminal(project: Path) -> None:
@@ -213,25 +292,25 @@ def test_interactive_review_in_a_pseudo_terminal(project: Path) -> None:
     child.expect(r"5 change\(s\) to review")
     child.expect(r"\[1/5\] lint · a \(a\.py:1\)")
     child.expect(r"\+    return 2")
-    child.expect(r"\[a/r/s/t/A/q\]")
+    child.expect(PROMPT)
     child.sendline("a")
     child.expect("accepted: 1 written")
     child.expect(r"\[2/5\] lint · b")
-    child.expect(r"\[a/r/s/t/A/q\]")
+    child.expect(PROMPT)
     child.sendline("r")
     child.expect("rejected")
     child.expect(r"\[3/5\] docstring · c")
     child.expect(r"\+    \"\"\"Doc\.\"\"\"")
-    child.expect(r"\[a/r/s/t/A/q\]")
+    child.expect(PROMPT)
     child.sendline("x")
     child.expect("Please select one of the available options")
     child.sendline("t")
     child.expect("marked for retry")
     child.expect(r"\[4/5\] docstring · d")
-    child.expect(r"\[a/r/s/t/A/q\]")
+    child.expect(PROMPT)
     child.sendline("A")
     child.expect(f"{ids['docstring:e']}: accepted")
-    child.expect(f"review of {run_id}")
+    child.expect("review of every run")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
@@ -252,10 +331,10 @@ def test_interactive_review_in_a_pseudo_terminal(project: Path) -> None:
 def test_interactive_skip_and_quit_change_nothing(project: Path) -> None:
     run_id, _ = make_run(project, [("lint", "a"), ("lint", "b")])
     child = spawn_review(project, run_id, "--operation", "lint")
-    child.expect(r"\[a/r/s/t/A/q\]")
+    child.expect(PROMPT)
     child.sendline("s")
     child.expect(r"\[2/2\] lint · b")
-    child.expect(r"\[a/r/s/t/A/q\]")
+    child.expect(PROMPT)
     child.sendline("q")
     child.expect(pexpect.EOF)
     child.close()

@@ -108,3 +108,48 @@ def test_watch_reruns_what_changed_and_nothing_else(tmp_path: Path) -> None:
         process.wait(timeout=30)
     assert process.returncode == 0
     lines.wait_for("stopped after 2 run(s)")
+
+
+def test_watching_one_file_survives_saves_by_rename(tmp_path: Path) -> None:
+    """``sed -i`` and many editors write a new file and rename it over the old one: the
+    watcher must hear every such save, and says when a re-run starts."""
+    project = write_tree(tmp_path / "proj", SOURCE)
+    module = project / "pkg" / "mod.py"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            str(SCRIPTED),
+            *MARKER,
+            "--set",
+            "watch.debounce_ms=100",
+            "watch",
+            "pkg/mod.py",
+            "--ops",
+            "marker",
+        ],
+        cwd=project,
+        env={**os.environ, "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = Lines(process.stderr)
+
+    def save_by_rename(text: str) -> None:
+        fresh = module.with_name("mod.py.tmp")
+        fresh.write_text(text)
+        os.replace(fresh, module)
+
+    try:
+        lines.wait_for("watching 3 nodes in 1 files")
+        save_by_rename("def first():\n    return 1\n\n\ndef second():\n    return 22\n")
+        lines.wait_for("re-running 1 job(s) on what changed in pkg/mod.py")
+        lines.wait_for("marker second")
+        save_by_rename("def first():\n    return 11\n\n\ndef second():\n    return 22\n")
+        lines.wait_for("marker first")  # still listening after the first rename
+        (project / "pkg" / "other.py").write_text("def third():\n    return 3\n")
+        assert not any("marker third" in line for line in lines.drain(1.5)), "not a target"
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    assert process.returncode == 0

@@ -631,8 +631,7 @@ def _validate(
         loc = ".".join(str(part) for part in error["loc"])
         origin = "default"
         for label, data in layers:
-            leaves = flatten_keys(data)
-            if any(loc == leaf or loc.startswith(leaf + ".") for leaf in leaves):
+            if _holds(data, error["loc"]):
                 origin = label
         if error["type"] == "extra_forbidden":
             parent_loc, _, name = loc.rpartition(".")
@@ -650,6 +649,19 @@ def _validate(
             "docs/configuration.md lists every key with its type and default; "
             "'remora config --sources' shows the effective values",
         ) from None
+
+
+def _holds(data: Any, loc: Sequence[Any]) -> bool:
+    """Whether a layer's ``data`` sets the key at ``loc`` or a value above it (a scalar
+    where a mapping belongs), whatever it holds (an unknown key may hold a mapping, an
+    empty one or null)."""
+    for part in loc:
+        if not isinstance(data, dict):
+            return True  # the layer set a value above ``loc``
+        if str(part) not in data:
+            return False
+        data = data[str(part)]
+    return True
 
 
 def _known_keys(parent_loc: str, operations: Sequence[str] = ()) -> list[str]:

@@ -21,6 +21,7 @@ is recorded ``interrupted``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class WatchCallbacks:
     on_own_write: Callable[[str], Any] | None = None
     on_done: Callable[[PlannedJob, AgentResult], Any] | None = None
     on_run: Callable[[RunResult], Any] | None = None
+    on_start: Callable[[Sequence[PlannedJob]], Any] | None = None  # a re-run begins
 
 
 @dataclass
@@ -130,6 +132,8 @@ class Watcher:
         plan = plan_jobs(self.config, self.agents, nodes, self.ops)
         if not plan.jobs:
             return None
+        if self.callbacks.on_start is not None:
+            self.callbacks.on_start(plan.jobs)
         result = await run_jobs(
             plan.jobs,
             model=self.model,
@@ -179,15 +183,30 @@ class Watcher:
                 continue
         return written
 
+    def watched_dirs(self) -> list[Path]:
+        """The directories watched: each target directory, and the directory of each
+        target file. An editor that saves by writing a new file and renaming it over the
+        old one (``sed -i``, vim, many IDEs) replaces the file's inode, so watching the
+        file itself would go deaf after the first such save."""
+        dirs = {target if target.is_dir() else target.parent for target in self.targets}
+        return sorted(dirs)
+
     def wanted(self, change: Change, path: str) -> bool:
-        """Python files of the project, never inside Remora's state directory."""
+        """Python files under a target directory or named as a target, never inside
+        Remora's state directory."""
         if not path.endswith(".py"):
             return False
-        try:
-            Path(path).resolve().relative_to(self.manager.state_path)
-        except ValueError:
-            return True
-        return False
+        resolved = Path(path).resolve()
+        if resolved.is_relative_to(self.manager.state_path):
+            return False
+        return any(
+            resolved.is_relative_to(target) if target.is_dir() else resolved == target
+            for target in self.resolved_targets
+        )
+
+    @functools.cached_property
+    def resolved_targets(self) -> list[Path]:
+        return [target.resolve() for target in self.targets]
 
     async def watch(self, stop: asyncio.Event, *, initial: bool = False) -> None:
         """Until ``stop`` is set: wait for saves, run what changed.
@@ -197,7 +216,7 @@ class Watcher:
         """
         ready = False
         async for changes in awatch(
-            *self.targets,
+            *self.watched_dirs(),
             watch_filter=self.wanted,
             debounce=self.config.watch.debounce_ms,
             step=min(50, max(1, self.config.watch.debounce_ms)),

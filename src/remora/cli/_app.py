@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -70,6 +71,47 @@ class GlobalOptions:
 
 
 OPTIONS = GlobalOptions()
+
+_GLOBAL_WITH_VALUE = ("--config", "-c", "--set", "-s")
+_GLOBAL_FLAGS = ("--quiet", "-q", "--verbose")
+_COUNTED = re.compile(r"^-v+$")
+
+
+def _global(token: str) -> int:
+    """How many tokens the global option starting at ``token`` takes (0: not one)."""
+    if token in _GLOBAL_WITH_VALUE:
+        return 2
+    if token.startswith(tuple(f"{name}=" for name in _GLOBAL_WITH_VALUE if name[1] == "-")):
+        return 1
+    if token in _GLOBAL_FLAGS or _COUNTED.match(token):
+        return 1
+    return 0
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """``args`` with the global options given after the command name moved before it, so
+    ``remora analyze . --set runner.max_turns=4 -v`` works as users type it (no command
+    has an option of the same name). Nothing after ``--`` moves."""
+    index = 0
+    while index < len(args) and (width := _global(args[index])):
+        index += width  # the global options already in front
+    if index >= len(args) or args[index].startswith("-"):
+        return list(args)
+    front, rest = list(args[:index]), [args[index]]
+    position = index + 1
+    while position < len(args):
+        token = args[position]
+        if token == "--":
+            rest.extend(args[position:])
+            break
+        width = _global(token)
+        if width:
+            front.extend(args[position : position + width])
+            position += width
+        else:
+            rest.append(token)
+            position += 1
+    return front + rest
 
 
 def flag_overrides(values: dict[str, object | None]) -> list[str]:

@@ -1,32 +1,40 @@
 """How a run looks while it runs and after: progress, per-job lines, tool calls, results table.
 
 On a terminal: one overall bar plus one per operation with live done / failed / skipped
-counts, elapsed time and ETA. Without one (CI, a pipe): one line per finished job on
-stderr, so a long first run is never silent. ``-v`` adds every tool call as it happens;
-``-q`` shows only the results.
+counts, elapsed time and ETA; the overall bar names the jobs in flight with their elapsed
+time. Without one (CI, a pipe): one line per finished job on stderr, and a job that runs
+past a minute is named once, so a long first run is never silent. ``-v`` adds every tool
+call as it happens; ``-q`` shows only the results.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from remora.cli._app import OPTIONS, err_console
 from remora.cli._text import shown
-from remora.events import Event, ToolCallEvent, ToolResultEvent
+from remora.events import Event, JobFinished, JobStarted, ToolCallEvent, ToolResultEvent
 from remora.orchestration import PlannedJob, RunResult
 from remora.runner import AgentResult
 
@@ -68,6 +76,70 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+LONG_JOB_S = 60.0
+"""A job running this long is named once on stderr (without live bars)."""
+
+
+class RunningJobs:
+    """An emitter that keeps the jobs in flight, from ``JobStarted`` to ``JobFinished``,
+    with when each started: the live display names them with their elapsed time, and
+    without one a job that runs long is named once (``announce``)."""
+
+    def __init__(self, *, announce: bool, clock: Callable[[], float] = time.monotonic) -> None:
+        self.announce = announce
+        self.clock = clock
+        self.started: dict[str, tuple[str, float]] = {}
+        self._announced: set[str] = set()
+
+    def emit(self, event: Event) -> None:
+        job = event.job_id or ""
+        if isinstance(event, JobStarted):
+            where = f"{event.file_path}" if event.qualname == "" else event.qualname
+            self.started[job] = (f"{event.operation} {where}", self.clock())
+        elif isinstance(event, JobFinished):
+            self.started.pop(job, None)
+        if self.announce:
+            self._say_long_jobs()
+
+    def _say_long_jobs(self) -> None:
+        now = self.clock()
+        for job, (label, start) in self.started.items():
+            if job not in self._announced and now - start >= LONG_JOB_S:
+                self._announced.add(job)
+                err_console.print(
+                    f"still running after {now - start:.0f}s: {shown(label)}", highlight=False
+                )
+
+    def summary(self, limit: int = 3) -> str:
+        """``running: docstring merge_with 12s, test dissoc 3s`` (longest first)."""
+        if not self.started:
+            return ""
+        now = self.clock()
+        items = sorted(self.started.values(), key=lambda item: item[1])
+        shown_items = [f"{label} {now - start:.0f}s" for label, start in items[:limit]]
+        more = f" (+{len(items) - limit} more)" if len(items) > limit else ""
+        return "running: " + ", ".join(shown_items) + more
+
+    def close(self) -> None:
+        return None
+
+
+class _CountsColumn(ProgressColumn):
+    """Each bar's status counts; the overall bar's also names the jobs in flight, with
+    their elapsed time (rendered on every refresh, so it moves during a long tool call)."""
+
+    def __init__(self, running: RunningJobs) -> None:
+        super().__init__()
+        self.running = running
+
+    def render(self, task: Task) -> Text:
+        counts = str(task.fields.get("counts", ""))
+        if not task.fields.get("overall"):
+            return Text(counts)
+        now = self.running.summary()
+        return Text("; ".join(part for part in (counts, now) if part))
+
+
 class RunDisplay:
     """Progress for one run; ``finished`` is the scheduler's per-job callback."""
 
@@ -78,7 +150,7 @@ class RunDisplay:
         self.tasks: dict[str, TaskID] = {}
         self.overall: TaskID | None = None
         if progress is not None:
-            self.overall = progress.add_task("all", total=len(jobs), counts="")
+            self.overall = progress.add_task("all", total=len(jobs), counts="", overall=True)
             for operation, total in self.totals.items():
                 self.tasks[operation] = progress.add_task(operation, total=total, counts="")
 
@@ -123,18 +195,30 @@ def _one_line(text: str, limit: int = 160) -> str:
     return _clip(" ".join(text.split()), limit)
 
 
+def live_display() -> bool:
+    """Whether a run shows live bars (a terminal, not ``-q``)."""
+    return OPTIONS.verbosity >= 0 and err_console.is_terminal
+
+
+def running_jobs() -> RunningJobs:
+    """The tracker of jobs in flight for this run's display (an emitter for the run)."""
+    return RunningJobs(announce=OPTIONS.verbosity >= 0 and not live_display())
+
+
 @contextmanager
-def run_display(jobs: Sequence[PlannedJob]) -> Iterator[RunDisplay]:
-    """Live bars on a terminal, per-job lines otherwise, nothing with ``-q``."""
-    if OPTIONS.verbosity < 0 or not err_console.is_terminal:
+def run_display(jobs: Sequence[PlannedJob], running: RunningJobs) -> Iterator[RunDisplay]:
+    """Live bars on a terminal (the overall bar names the jobs in flight), per-job lines
+    otherwise, nothing with ``-q``."""
+    if not live_display():
         yield RunDisplay(jobs, None)
         return
     with Progress(
         TextColumn("[bold]{task.description:>12}[/]"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[counts]}"),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        _CountsColumn(running),
         TimeRemainingColumn(),
         console=err_console,
         transient=False,
@@ -167,8 +251,18 @@ def results_table(result: RunResult) -> Table:
     return table
 
 
-def footer(result: RunResult, extra: Sequence[str] = ()) -> str:
-    """Totals, the run id and the exact command that reviews it."""
+def review_command(run_id: str, project_root: Path) -> str:
+    """The command that reviews ``run_id`` from the current directory: with ``-p`` when
+    the project root (where ``.remora/`` is) is not the current directory."""
+    command = f"remora review {run_id}"
+    here = Path.cwd().resolve()
+    if project_root.resolve() == here:
+        return command
+    return f"{command} -p {shlex.quote(os.path.relpath(project_root.resolve(), here))}"
+
+
+def footer(result: RunResult, project_root: Path, extra: Sequence[str] = ()) -> str:
+    """Totals, the run id and the exact command that reviews it from here."""
     manifest = result.manifest
     summary = manifest.summary()
     parts = [
@@ -180,5 +274,5 @@ def footer(result: RunResult, extra: Sequence[str] = ()) -> str:
     ]
     lines = ["; ".join(parts), *extra]
     if summary.pending:
-        lines.append(f"review with: remora review {manifest.run_id}")
+        lines.append(f"review with: {review_command(manifest.run_id, project_root)}")
     return "\n".join(lines)

@@ -35,14 +35,25 @@ OPERATIONS_HELP = (
     "Operations to run, comma-separated or repeated: lint, docstring, test, sample_data "
     "(or any operation in your config). Default: every enabled operation."
 )
+EXIT_FINDINGS = 1
+EXIT_BROKEN = 2
 EXIT_INTERRUPTED = 130
 
 
 def split_ops(values: list[str] | None) -> list[str] | None:
-    """``--ops lint,docstring --ops test`` as one list, or None when not given."""
-    if not values:
+    """``--ops lint,docstring --ops test`` as one list, or None when not given; RUN_020
+    when given but naming nothing (``--ops ''`` must not mean every operation)."""
+    if values is None:
         return None
-    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+    names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    if not names:
+        raise RunnerError(
+            "RUN_020",
+            "--ops names no operation",
+            "give one or more, comma-separated, e.g. --ops lint,docstring; "
+            "leave --ops out to run every enabled operation",
+        )
+    return names
 
 
 @app.command("analyze")
@@ -58,7 +69,10 @@ def analyze_command(
     ] = False,
     check: Annotated[
         bool,
-        typer.Option("--check", help="Exit 1 if any change was proposed (like ruff --check)."),
+        typer.Option(
+            "--check",
+            help="Exit 1 if any change was proposed (like ruff --check); 2 means a job failed.",
+        ),
     ] = False,
     auto_accept: Annotated[
         bool, typer.Option("--auto-accept", help="Apply every proposed change right away.")
@@ -83,9 +97,11 @@ def analyze_command(
     the embedded model assembles it into the user cache (a few seconds) and then takes
     seconds to a minute per job on a laptop CPU; scope it with --ops and a path.
 
-    Exit codes: 0 every job succeeded or was skipped; 1 some job failed, or --check found
-    changes; 2 usage error or nothing could run; 130 interrupted (Ctrl-C: jobs stop between
-    steps, finished jobs stay reviewable).
+    Exit codes, as ruff's: 0 done (every job succeeded, partly succeeded or was skipped);
+    1 --check found changes to propose; 2 Remora could not do its job (a job failed or
+    timed out, an operation could not run, a usage or configuration error); 130
+    interrupted (Ctrl-C: jobs stop between steps, finished jobs stay reviewable). A CI
+    step can tell a finding (1) from a broken run (2).
 
     Examples:
 
@@ -121,7 +137,7 @@ def analyze_command(
         from remora.cli.review import review_command
 
         review_command(run_id=result.run_id, operation=None, project=root)
-    _exit(result, plan, check=check)
+    _exit(result, check=check)
 
 
 @app.command("retry")
@@ -176,11 +192,12 @@ def retry_command(
 
     service.store.update(manifest.run_id, settle)
     _report(config, result, output, False, manager)
-    _exit(result, plan, check=False)
+    _exit(result, check=False)
 
 
-def _problems(plan: Plan) -> None:
-    """Print what cannot run; RUN_021 when nothing can."""
+def stop_on_problems(plan: Plan) -> None:
+    """Print every operation that cannot run, then stop before any work (RUN_020): a
+    misspelt ``--ops`` name must not leave the others running."""
     for problem in plan.problems:
         err_console.print(
             f"RUN_020: {shown(problem.message)} ({shown(problem.hint)})",
@@ -188,20 +205,36 @@ def _problems(plan: Plan) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    if plan.problems:
+        names = ", ".join(problem.operation for problem in plan.problems)
+        raise RunnerError(
+            "RUN_020",
+            f"nothing was run: {len(plan.problems)} operation(s) cannot run ({names})",
+            "fix --ops or the configuration; 'remora list-agents' shows the agents",
+        )
+
+
+def _problems(plan: Plan) -> None:
+    """Stop on operations that cannot run (RUN_020); RUN_021 when no node matches."""
+    stop_on_problems(plan)
     if not plan.jobs:
-        why = "no operation could run" if plan.problems else "no node matches the operations"
         raise RunnerError(
             "RUN_021",
-            f"nothing to run: {why}",
+            "nothing to run: no node matches the operations",
             "check --ops and the paths; 'remora discover PATHS' lists the nodes",
         )
 
 
-def _exit(result: RunResult, plan: Plan, *, check: bool) -> None:
+def _exit(result: RunResult, *, check: bool) -> None:
+    """The exit code as ruff's: 1 for findings (``--check`` and a change proposed), 2 when
+    Remora could not do its job (a job failed, an operation could not run), 130 when
+    interrupted. (Operations that cannot run stop the command before any work.)"""
     if result.manifest.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
-    if result.count("failed") > 0 or plan.problems or (check and result.changed):
-        raise typer.Exit(1)
+    if result.count("failed") > 0 or result.count("interrupted") > 0:  # e.g. a job timeout
+        raise typer.Exit(EXIT_BROKEN)
+    if check and result.changed:
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 def _run(
@@ -211,12 +244,13 @@ def _run(
     manager: WorkspaceManager,
     targets: list[str],
 ) -> RunResult:
-    from remora.cli._run_display import ToolCallPrinter, run_display
+    from remora.cli._run_display import ToolCallPrinter, run_display, running_jobs
     from remora.events import DiscoveryProblemEvent
     from remora.orchestration import interrupt_on_sigint, new_run_id, open_emitter, run_jobs
 
     verbose = (ToolCallPrinter(),) if OPTIONS.verbosity > 0 else ()
-    emitter = open_emitter(config, manager.state_path, *verbose)
+    running = running_jobs()
+    emitter = open_emitter(config, manager.state_path, *verbose, running)
     run_id = new_run_id()
     for problem in discovered.problems:
         emitter.emit(
@@ -233,7 +267,7 @@ def _run(
     async def main() -> RunResult:
         cancel = asyncio.Event()
         try:
-            with run_display(plan.jobs) as display, interrupt_on_sigint(cancel):
+            with run_display(plan.jobs, running) as display, interrupt_on_sigint(cancel):
                 return await run_jobs(
                     plan.jobs,
                     model=model,
@@ -277,7 +311,7 @@ def _report(
         notes = []
         if config.tools.isolation == "none":
             notes.append("isolation: none - project code ran WITHOUT isolation (tools.isolation)")
-        console.print(footer(result, notes), highlight=False)
+        console.print(footer(result, manager.project_root, notes), highlight=False)
 
 
 def _accept_all(manager: WorkspaceManager, result: RunResult) -> None:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -53,8 +57,18 @@ WorkspaceIds = Annotated[
     list[str] | None, typer.Argument(help="Workspace ids, as 'remora review' and 'runs' show.")
 ]
 
-_CHOICES = ["a", "r", "s", "t", "A", "q"]
+_CHOICES = ["a", "r", "s", "t", "e", "A", "q", "?"]
 _DECISIONS = {"a": "accepted", "r": "rejected", "s": "skipped", "t": "retry requested"}
+_KEYS = """\
+  a  accept: write the change into your files (edits you made since are merged)
+  r  reject: drop the change
+  s  skip: decide later; the change stays pending
+  t  retry: drop the change and mark the job for 'remora retry'
+  e  edit: open the proposed file(s) in $VISUAL or $EDITOR; what you save becomes the change
+  A  accept this change and every other change of the same operation
+  q  quit; what you did not decide stays pending
+  ?  show these keys"""
+_CONTINUED = "\N{RIGHTWARDS ARROW WITH HOOK} "
 
 
 def _service(project: Path | None) -> ReviewService:
@@ -188,14 +202,55 @@ def _show_job(service: ReviewService, job: JobRecord, index: int, total: int) ->
         err_console.print(visible(exc.render()), style="red", markup=False, highlight=False)
         return False
     for text in diffs.values():
-        console.print(
-            Syntax(
-                visible(text, multiline=True), "diff", theme="ansi_dark", background_color="default"
-            )
-        )
+        lines = wrapped(visible(text, multiline=True), max(20, console.width - 1))
+        console.print(Syntax(lines, "diff", theme="ansi_dark", background_color="default"))
     if not diffs:
         console.print("(no file changes)")
     return True
+
+
+def wrapped(diff: str, width: int) -> str:
+    """``diff`` with every line longer than ``width`` folded into whole pieces, each
+    continuation marked with an arrow after the line's own diff sign (so it is coloured
+    like its line): nothing is cut off at the edge of the terminal."""
+    out: list[str] = []
+    for line in diff.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        sign = line[0] if line[:1] in ("+", "-", " ") else ""
+        out.append(line[:width])
+        rest = line[width:]
+        room = max(1, width - len(sign) - len(_CONTINUED))
+        while rest:
+            out.append(f"{sign}{_CONTINUED}{rest[:room]}")
+            rest = rest[room:]
+    return "\n".join(out)
+
+
+def _edit(service: ReviewService, job: JobRecord) -> str:
+    """Open each file the change touches, as proposed, in the user's editor; what is saved
+    replaces the proposal in the workspace, so accepting writes the edited version."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    edited: list[str] = []
+    with service.manager.open(job.workspace_id or "") as workspace:
+        for path in workspace.changed_paths():
+            try:
+                proposed = workspace.read(path)
+            except FileNotFoundError:
+                continue  # a deletion: nothing to edit
+            suffix = Path(path).suffix
+            with tempfile.TemporaryDirectory() as folder:
+                draft = Path(folder) / f"proposed{suffix}"
+                draft.write_bytes(proposed)
+                done = subprocess.run([*shlex.split(editor), str(draft)], check=False)
+                if done.returncode != 0:
+                    return f"the editor ({editor}) exited with {done.returncode}; nothing changed"
+                saved = draft.read_bytes()
+            if saved != proposed:
+                workspace.write(path, saved)
+                edited.append(path)
+    return "edited " + ", ".join(edited) if edited else "no edit saved"
 
 
 def _decide(service: ReviewService, job: JobRecord, choice: str) -> str:
@@ -211,20 +266,51 @@ def _decide(service: ReviewService, job: JobRecord, choice: str) -> str:
     return "skipped"
 
 
+def _ask(service: ReviewService, job: JobRecord, index: int, total: int) -> str:
+    """The person's decision on ``job``: ``?`` shows the keys and ``e`` edits the change
+    (then shows it again) before asking once more."""
+    while True:
+        try:
+            choice = Prompt.ask(
+                f"[bold]a[/]ccept  [bold]r[/]eject  [bold]s[/]kip  re[bold]t[/]ry  "
+                f"[bold]e[/]dit  [bold]A[/]ccept all {shown(job.operation)}  [bold]q[/]uit  "
+                "[bold]?[/]",
+                choices=_CHOICES,
+                console=console,
+            )
+        except EOFError:
+            return "q"
+        if choice == "?":
+            console.print(_KEYS, markup=False, highlight=False)
+        elif choice == "e":
+            try:
+                console.print(shown(_edit(service, job)))
+            except (RemoraError, OSError) as exc:
+                said = exc.render() if isinstance(exc, RemoraError) else str(exc)
+                err_console.print(visible(said), style="red", markup=False, highlight=False)
+            _show_job(service, job, index, total)
+        else:
+            return choice
+
+
 @app.command("review")
 def review_command(
     run_id: Annotated[
-        str | None, typer.Argument(help="Run to review (default: the newest run).")
+        str | None,
+        typer.Argument(
+            help="Run to review (default: every run's pending changes, the newest per node)."
+        ),
     ] = None,
     operation: OperationOption = None,
     project: ProjectOption = None,
 ) -> None:
     """Review a run interactively: each change's diff, then accept, reject, skip or retry.
 
-    Changes are grouped by operation, then by file. Keys: a accept, r reject, s skip,
-    t retry (discard and rerun later), A accept this and every other change of the same
-    operation, q quit. Accepting never overwrites your own edits: changed files are
-    merged, and a conflict leaves the project untouched.
+    Changes are grouped by operation, then by file; long lines are folded, never cut. Keys:
+    a accept, r reject, s skip, t retry (discard and rerun later), e edit the proposal in
+    $VISUAL or $EDITOR (what you save is what gets accepted), A accept this and every other
+    change of the same operation, q quit, ? the keys. Accepting never overwrites your own
+    edits: changed files are merged, and a conflict leaves the project untouched.
 
     Needs a terminal; in scripts use 'remora diff', 'remora accept' and 'remora reject'.
 
@@ -238,12 +324,27 @@ def review_command(
             "in scripts use 'remora diff WORKSPACE_ID', 'remora accept WORKSPACE_ID...' or "
             "'remora reject WORKSPACE_ID...' ('--all --run RUN_ID' takes a whole run)",
         )
-    manifest = service.reconcile(run_id)
-    jobs = manifest.pending_reviews(operation)
-    if not jobs:
-        console.print(f"nothing to review in run {shown(manifest.run_id)}")
-        return
-    console.print(f"run {shown(manifest.run_id)}: {len(jobs)} change(s) to review")
+    if run_id is None:
+        pending = service.pending_everywhere(operation)
+        jobs, where = pending.jobs, "every run"
+        if not jobs:
+            service.store.resolve(None)  # WS_009 when there is no run at all
+            console.print("nothing to review")
+            return
+        older = (
+            f"; {pending.hidden} older change(s) of the same nodes left" if pending.hidden else ""
+        )
+        console.print(
+            f"{len(jobs)} change(s) to review, the newest per node, from {pending.runs} "
+            f"run(s){older}"
+        )
+    else:
+        manifest = service.reconcile(run_id)
+        jobs, where = manifest.pending_reviews(operation), manifest.run_id
+        if not jobs:
+            console.print(f"nothing to review in run {shown(manifest.run_id)}")
+            return
+        console.print(f"run {shown(manifest.run_id)}: {len(jobs)} change(s) to review")
     accept_all: set[str] = set()
     tally: Counter[str] = Counter()
     for index, job in enumerate(jobs, start=1):
@@ -252,15 +353,7 @@ def review_command(
         else:
             if not _show_job(service, job, index, len(jobs)):
                 continue
-            try:
-                choice = Prompt.ask(
-                    f"[bold]a[/]ccept  [bold]r[/]eject  [bold]s[/]kip  re[bold]t[/]ry  "
-                    f"[bold]A[/]ccept all {shown(job.operation)}  [bold]q[/]uit",
-                    choices=_CHOICES,
-                    console=console,
-                )
-            except EOFError:
-                choice = "q"
+            choice = _ask(service, job, index, len(jobs))
         if choice == "q":
             break
         if choice == "A":
@@ -275,7 +368,7 @@ def review_command(
         tally[_DECISIONS[choice]] += 1
         console.print(f"{shown(job.workspace_id or '')}: {shown(outcome)}")
     done = ", ".join(f"{count} {name}" for name, count in sorted(tally.items())) or "no decisions"
-    console.print(f"review of {shown(manifest.run_id)}: {done}")
+    console.print(f"review of {shown(where)}: {done}")
 
 
 @app.command("accept")

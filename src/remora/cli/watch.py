@@ -11,9 +11,11 @@ import typer
 from remora.cli._app import OPTIONS, app, console, err_console, open_model, operations
 from remora.cli._app import load as load_config
 from remora.cli._text import shown
-from remora.cli.analyze import OPERATIONS_HELP, split_ops
+from remora.cli.analyze import OPERATIONS_HELP, split_ops, stop_on_problems
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from remora.discovery import DiscoveryProblem
     from remora.orchestration import PlannedJob, RunResult
     from remora.runner import AgentResult
@@ -41,13 +43,16 @@ def watch_command(
     """
     from remora.cli._run_display import ToolCallPrinter, footer, job_line
     from remora.discovery import find_project_root
-    from remora.orchestration import interrupt_on_sigint, open_emitter
+    from remora.orchestration import interrupt_on_sigint, open_emitter, plan_jobs
     from remora.watch import WatchCallbacks, Watcher
     from remora.workspace import WorkspaceManager
 
     targets = [path.resolve() for path in (paths or [Path.cwd()])]
     config = load_config(targets[0]).config
     root = find_project_root(targets[0])
+    agents = operations().load_agents(config.agents.dirs)
+    wanted = split_ops(ops)
+    stop_on_problems(plan_jobs(config, agents, [], wanted))  # before watching, not per save
     manager = WorkspaceManager.from_config(root, config.workspace)
     verbose = (ToolCallPrinter(),) if OPTIONS.verbosity > 0 else ()
     emitter = open_emitter(config, manager.state_path, *verbose)
@@ -72,20 +77,33 @@ def watch_command(
         if OPTIONS.verbosity >= 0:
             err_console.print(job_line(job, result), highlight=False, soft_wrap=True)
 
+    def starting(jobs: Sequence[PlannedJob]) -> None:
+        if OPTIONS.verbosity >= 0:
+            files = sorted({job.node.file_path for job in jobs})
+            err_console.print(
+                f"re-running {len(jobs)} job(s) on what changed in {shown(', '.join(files))}",
+                highlight=False,
+            )
+
     def finished(result: RunResult) -> None:
-        console.print(footer(result), highlight=False)
+        console.print(footer(result, root), highlight=False)
 
     watcher = Watcher(
         config=config,
         root=root,
         targets=targets,
-        agents=operations().load_agents(config.agents.dirs),
+        agents=agents,
         model=model,
         manager=manager,
-        ops=split_ops(ops),
+        ops=wanted,
         emitter=emitter,
         callbacks=WatchCallbacks(
-            on_ready=ready, on_problem=problem, on_own_write=own, on_done=done, on_run=finished
+            on_ready=ready,
+            on_problem=problem,
+            on_own_write=own,
+            on_done=done,
+            on_run=finished,
+            on_start=starting,
         ),
     )
 

@@ -9,9 +9,10 @@ coordinator to run again.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 from remora.errors import WorkspaceError
-from remora.orchestration.runs import ReviewState, RunManifest, RunStore
+from remora.orchestration.runs import JobRecord, ReviewState, RunManifest, RunStore
 from remora.workspace import (
     AcceptReport,
     RecoveryReport,
@@ -22,6 +23,17 @@ from remora.workspace import (
     WorkspaceReview,
 )
 from remora.workspace.journal import ApplyKind
+
+
+@dataclass
+class PendingChanges:
+    """The changes awaiting a decision across runs (:meth:`ReviewService.pending_everywhere`):
+    the newest per node and operation, how many runs they come from, and how many older
+    ones of the same nodes were left out."""
+
+    jobs: list[JobRecord] = field(default_factory=list)
+    runs: int = 0
+    hidden: int = 0
 
 
 class ReviewService:
@@ -39,6 +51,41 @@ class ReviewService:
     def recover(self) -> RecoveryReport:
         """Finish or roll back interrupted accepts/undos (their manifests follow)."""
         return self.workspaces.recover()
+
+    def pending_everywhere(self, operation: str | None = None) -> PendingChanges:
+        """Every change awaiting a decision in any run, newest per node and operation: each
+        watch save and retry makes a new run, so one node's changes spread over runs. The
+        older ones of a node stay pending (``hidden`` counts them); an unreadable run is
+        skipped."""
+        found = PendingChanges()
+        seen: set[tuple[str, str]] = set()
+        order: dict[str, int] = {}  # operations in the newest runs' order
+        for run_id in self.store.run_ids():  # newest first
+            try:
+                manifest = self.reconcile(run_id)
+            except WorkspaceError:
+                continue
+            for name in manifest.operations:
+                order.setdefault(name, len(order))
+            fresh = False
+            for job in manifest.pending_reviews(operation):
+                key = (job.operation, job.node_id)
+                if key in seen:
+                    found.hidden += 1
+                    continue
+                seen.add(key)
+                found.jobs.append(job)
+                fresh = True
+            found.runs += fresh
+        found.jobs.sort(
+            key=lambda job: (
+                order.get(job.operation, len(order)),
+                job.operation,
+                job.file_path or "",
+                job.start_line or 0,
+            )
+        )
+        return found
 
     def reconcile(self, run_id: str | None) -> RunManifest:
         """Make each job's review state agree with its workspace on disk (None: newest run)."""

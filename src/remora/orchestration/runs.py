@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -150,6 +151,45 @@ class RunSummary(BaseModel):
     retry_requested: int = 0
 
 
+def _process_start(pid: int) -> str | None:
+    """When process ``pid`` started, as Linux counts it (so a reused pid is another
+    process); None where /proc does not say."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+class RunOwner(BaseModel):
+    """The process running a run: a run whose owner is gone can never finish."""
+
+    pid: int
+    host: str
+    started: str | None = None
+
+    @classmethod
+    def current(cls) -> RunOwner:
+        pid = os.getpid()
+        return cls(pid=pid, host=socket.gethostname(), started=_process_start(pid))
+
+    def gone(self) -> bool:
+        """Whether the owner has ended (only known on its own host)."""
+        if self.host != socket.gethostname():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return self.started is not None and _process_start(self.pid) != self.started
+
+
+ORPHANED = "the run's process ended before this job finished (killed with its terminal?)"
+
+
 class RunManifest(BaseModel):
     """Everything one run did; the file review reads."""
 
@@ -162,6 +202,11 @@ class RunManifest(BaseModel):
     targets: list[str] = Field(default_factory=list)
     operations: list[str] = Field(default_factory=list)
     jobs: list[JobRecord] = Field(default_factory=list)
+    owner: RunOwner | None = None
+
+    def orphaned(self) -> bool:
+        """Still ``running`` though the process running it has ended."""
+        return self.status == "running" and self.owner is not None and self.owner.gone()
 
     def job_for_workspace(self, workspace_id: str) -> JobRecord | None:
         return next((job for job in self.jobs if job.workspace_id == workspace_id), None)
@@ -232,6 +277,7 @@ class RunStore:
             project_root=str(self.manager.project_root),
             targets=targets,
             operations=operations,
+            owner=RunOwner.current(),
         )
         self.write(manifest)
         return manifest
@@ -240,6 +286,7 @@ class RunStore:
         """Replace the manifest atomically (readers see the old or the new file)."""
         with self.manager.lock():
             try:
+                self.manager.prepare_state()
                 data = manifest.model_dump_json(indent=2).encode()
                 atomic_write(self.path(manifest.run_id), data)
             except OSError as exc:
@@ -257,13 +304,20 @@ class RunStore:
                 "WS_009", f"no run {run_id} in {self.runs_dir}", "'remora runs' lists the runs"
             ) from None
         try:
-            return RunManifest.model_validate_json(data)
+            manifest = RunManifest.model_validate_json(data)
         except ValidationError as exc:
             raise WorkspaceError(
                 "WS_010",
                 f"run manifest {path} is invalid: {exc.errors()[0]['msg']}",
                 "restore it from a backup or delete it; workspaces are kept separately",
             ) from None
+        if manifest.orphaned():  # shown as it is; the next update writes it so
+            manifest.status = "interrupted"
+            for job in manifest.jobs:
+                if job.status in ("queued", "running"):
+                    job.status = "interrupted"
+                    job.summary = job.summary or ORPHANED
+        return manifest
 
     def update(self, run_id: str, mutate: Callable[[RunManifest], None]) -> RunManifest:
         """Read, change and rewrite one manifest under the project's review lock."""

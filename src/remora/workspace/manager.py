@@ -54,6 +54,9 @@ def check_workspace_id(workspace_id: str) -> str:
     return workspace_id
 
 
+STATE_GITIGNORE = "# Remora's state: runs, workspaces, events. Written by Remora.\n*\n"
+
+
 class WorkspaceManager:
     """The workspaces of one project root. Creating it touches nothing on disk."""
 
@@ -106,6 +109,15 @@ class WorkspaceManager:
     def journal_dir(self) -> Path:
         return self.state_path / "journal"
 
+    def prepare_state(self) -> None:
+        """Create the state directory, with a ``.gitignore`` that ignores all of it, so
+        runs and workspaces never show up in ``git status`` (an existing one is kept)."""
+        self.state_path.mkdir(parents=True, exist_ok=True)
+        ignore = self.state_path / ".gitignore"
+        if not ignore.exists():
+            with contextlib.suppress(OSError):  # only a convenience: the state still works
+                ignore.write_text(STATE_GITIGNORE, encoding="utf-8")
+
     def lock(self) -> AbstractContextManager[object]:
         """The project's review lock (re-entrant in one thread, exclusive across processes).
 
@@ -132,6 +144,7 @@ class WorkspaceManager:
         )
         path = self._db_path(workspace_id)
         try:
+            self.prepare_state()
             self.workspaces_dir.mkdir(parents=True, exist_ok=True)
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
         except FileExistsError:
