@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,8 @@ import yaml
 from remora.testing import call
 from tests.stores import write_tree
 from tests.support.agent_run import run_operation
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "sample_project"
 
 MODULE = '''"""Small helpers."""
 
@@ -145,3 +150,39 @@ def test_by_default_the_host_writes_its_own_fixtures_without_the_model(project: 
     text = outcome.changed["fixtures/pkg/helpers/parse_flag.json"]
     assert "--all" not in text
     assert json.loads(text)["fixtures"]
+
+
+def test_the_readmes_fixture_example_passes_on_the_fixtures_written(tmp_path: Path) -> None:
+    """The README shows how a test reads a fixture file; on the example project's own
+    fixtures that test runs and passes."""
+    project = Path(shutil.copytree(EXAMPLE, tmp_path / "sample_project"))
+    outcome = run_operation(
+        project, "sample_data", "inventory/pricing.py", [], qualname="apply_discount"
+    )
+    assert outcome.result.status == "success", outcome.result
+    for path, text in outcome.changed.items():
+        (project / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / path).write_text(text, encoding="utf-8")
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    example = readme.split("<!-- fixture-example -->\n```python\n", 1)[1].split("```", 1)[0]
+    (project / "tests" / "test_pricing_fixtures.py").write_text(example, encoding="utf-8")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_pricing_fixtures.py",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    cases = json.loads(outcome.changed["fixtures/inventory/pricing/apply_discount.json"])
+    assert f"{len(cases['fixtures'])} passed" in done.stdout
+    assert any("raises" in case for case in cases["fixtures"])  # both branches are exercised

@@ -165,6 +165,55 @@ def test_an_unknown_or_misshapen_key_names_the_file_it_came_from(
     assert "(from default)" not in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("content", "code", "fragment"),
+    [
+        (
+            "operations:\n  docstring:\n    options:\n      style: googel\n",
+            "CONFIG_003",
+            "'operations.docstring.options.style'",
+        ),
+        (
+            "operations:\n  docstring:\n    options:\n      styel: google\n",
+            "CONFIG_005",
+            "did you mean 'style'?",
+        ),
+        (
+            "operations:\n  sample_data:\n    options:\n      format: xml\n",
+            "CONFIG_003",
+            "'operations.sample_data.options.format'",
+        ),
+        (
+            "operations:\n  lint:\n    options:\n      use_model: sometimes\n",
+            "CONFIG_003",
+            "'operations.lint.options.use_model'",
+        ),
+    ],
+)
+def test_operation_options_are_checked_when_the_configuration_loads(
+    tmp_path: Path, content: str, code: str, fragment: str
+) -> None:
+    config = write(tmp_path / "remora.yaml", content)
+    registry = installed_operations()
+    loaded = load_config(tmp_path, environ={}, operations=registry.default_configs())
+    with pytest.raises(ConfigError) as caught:
+        registry.check_options(loaded)
+    assert caught.value.code == code
+    assert fragment in caught.value.render() and f"(from {config})" in caught.value.message
+    assert caught.value.exit_code == 2
+
+
+def test_an_operation_run_by_another_agent_takes_its_options_unchecked(tmp_path: Path) -> None:
+    write(
+        tmp_path / "remora.yaml",
+        "operations:\n  docstring:\n    agent: mine\n    options:\n      tone: dry\n",
+    )
+    registry = installed_operations()
+    loaded = load_config(tmp_path, environ={}, operations=registry.default_configs())
+    registry.check_options(loaded)  # no error
+    assert loaded.config.operations["docstring"].options["tone"] == "dry"
+
+
 def test_bad_toml_in_explicit_pyproject(tmp_path: Path) -> None:
     path = write(tmp_path / "pyproject.toml", "[tool.remora\n")
     with pytest.raises(ConfigError) as caught:

@@ -188,6 +188,9 @@ def test_the_agent_gets_its_operation_options() -> None:
         "style": "google",
         "use_model": True,
         "describe": False,
+        "missing_only": False,
+        "include_private": False,
+        "include_tests": False,
     }
     assert operation_options(installed_operations().config(), agents["harness"]) == {}
 

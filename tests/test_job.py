@@ -161,3 +161,30 @@ def test_a_template_without_the_node_text_fits_nothing(tmp_path: Path) -> None:
         )
     assert "node_outlined" not in result.details
     assert model.requests[0].messages[1].content.strip() == ("Python file textwrap.py.")
+
+
+def test_a_retry_samples_and_shows_the_model_what_the_person_found_wrong(
+    tmp_path: Path,
+) -> None:
+    config = installed_operations().config()
+    agent = load_agents()["harness"]
+    node = sample_node("apply_discount")
+    store = overlay_store(copy_sample(tmp_path))
+    key = JobKey("harness", node.node_id, run_id="r1")
+    script = [call("echo", text="apply_discount"), call("submit_result", summary="s")]
+    requests = {}
+    for retry, note in ((False, ""), (True, "say it in cents"), (True, "")):
+        model = ScriptedModel(list(script))
+        job = Job(agent=agent, node=node, key=key, retry=retry, retry_note=note)
+        with ToolRuntime(config.tools) as runtime:
+            asyncio.run(run_job(job, model=model, runtime=runtime, store=store, config=config))
+        requests[(retry, note)] = model.requests[0]
+    plain = requests[(False, "")]
+    assert plain.temperature == 0.0 and "A person rejected" not in plain.messages[1].content
+    noted = requests[(True, "say it in cents")]
+    assert noted.temperature == 0.7
+    assert noted.messages[1].content.endswith(
+        "A person rejected the previous attempt: say it in cents"
+    )
+    bare = requests[(True, "")].messages[1].content
+    assert bare.endswith("A person rejected the previous attempt; do it differently.")

@@ -305,6 +305,8 @@ def test_interactive_review_in_a_pseudo_terminal(project: Path) -> None:
     child.sendline("x")
     child.expect("Please select one of the available options")
     child.sendline("t")
+    child.expect("What is wrong with it")
+    child.sendline("the summary is wrong")
     child.expect("marked for retry")
     child.expect(r"\[4/5\] docstring · d")
     child.expect(PROMPT)
@@ -326,6 +328,9 @@ def test_interactive_review_in_a_pseudo_terminal(project: Path) -> None:
         ids["docstring:d"]: "accepted",
         ids["docstring:e"]: "accepted",
     }
+    manifest = RunStore(WorkspaceManager(project)).read(run_id)
+    [retried] = [job for job in manifest.jobs if job.workspace_id == ids["docstring:c"]]
+    assert retried.retry_note == "the summary is wrong"  # for the retry's model
 
 
 def test_interactive_skip_and_quit_change_nothing(project: Path) -> None:

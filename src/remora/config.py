@@ -251,6 +251,16 @@ class LoadedConfig:
     sources: dict[str, str] = field(default_factory=dict)
     file: Path | None = None
 
+    def source_of(self, key: str) -> str:
+        """Where ``key`` (or the nearest value above it) was set."""
+        parts = key.split(".")
+        while parts:
+            found = self.sources.get(".".join(parts))
+            if found is not None:
+                return found
+            parts.pop()
+        return DEFAULT_SOURCE
+
 
 def find_config_file(start: Path) -> Path | None:
     """The nearest ``remora.yaml``/``remora.yml`` or pyproject with ``[tool.remora]``.

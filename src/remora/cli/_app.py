@@ -126,12 +126,15 @@ def flag_overrides(values: dict[str, object | None]) -> list[str]:
 def load(target: Path | None, overrides: list[str] | None = None) -> LoadedConfig:
     """The config for ``target`` with the installed operations' defaults, the global
     --config/--set and a command's own flags (``overrides``, which win over --set)."""
-    return load_config(
+    registry = operations()
+    loaded = load_config(
         target,
         config_file=OPTIONS.config_file,
         overrides=parse_assignments([*OPTIONS.assignments, *(overrides or [])]),
-        operations=operations().default_configs(),
+        operations=registry.default_configs(),
     )
+    registry.check_options(loaded)
+    return loaded
 
 
 def operations() -> OperationRegistry:

@@ -156,7 +156,9 @@ def retry_command(
     """Run again the jobs a review marked for retry ('t' in 'remora review'), as a new run.
 
     The nodes are rediscovered, so the retry sees the code as it is now; a node renamed or
-    deleted since is reported. Exit codes as for 'remora analyze'.
+    deleted since is reported. The model is shown what you said was wrong (the note 't'
+    asks for) and samples its answer (temperature at least 0.7), so a retry is not the
+    rejected answer again. Exit codes as for 'remora analyze'.
 
     Example: remora retry 20261123-101500123-3fa2c1
     """
@@ -180,6 +182,7 @@ def retry_command(
         operations().load_agents(config.agents.dirs),
         discovered.nodes,
         [(job.operation, job.node_id) for job in wanted],
+        {(job.operation, job.node_id): job.retry_note for job in wanted},
     )
     _problems(plan)
     result = _run(config, plan, discovered, manager, [str(path) for path in files])
@@ -188,7 +191,7 @@ def retry_command(
     def settle(old: RunManifest) -> None:
         for record in old.jobs:
             if record.job_id in retried:
-                record.review = "rejected"
+                record.review = "retried"
 
     service.store.update(manifest.run_id, settle)
     _report(config, result, output, False, manager)

@@ -63,7 +63,7 @@ _KEYS = """\
   a  accept: write the change into your files (edits you made since are merged)
   r  reject: drop the change
   s  skip: decide later; the change stays pending
-  t  retry: drop the change and mark the job for 'remora retry'
+  t  retry: drop the change, say what is wrong, and mark the job for 'remora retry'
   e  edit: open the proposed file(s) in $VISUAL or $EDITOR; what you save becomes the change
   A  accept this change and every other change of the same operation
   q  quit; what you did not decide stays pending
@@ -172,7 +172,7 @@ def runs_command(
     table.add_column("started", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("jobs", no_wrap=True, justify="right")
-    for column in ("pending", "accepted", "rejected"):
+    for column in ("pending", "accepted", "rejected", "retried"):
         table.add_column(column, no_wrap=True, justify="right")
     for summary in summaries:
         jobs = f"{summary.jobs} ({summary.failed} failed)" if summary.failed else str(summary.jobs)
@@ -183,7 +183,8 @@ def runs_command(
             jobs,
             f"[bold yellow]{summary.pending}[/]" if summary.pending else "0",
             str(summary.accepted),
-            str(summary.rejected + summary.retry_requested),
+            str(summary.rejected),
+            str(summary.retry_requested + summary.retried),
         )
     console.print(table)
 
@@ -261,8 +262,17 @@ def _decide(service: ReviewService, job: JobRecord, choice: str) -> str:
         service.reject(workspace_id)
         return "rejected"
     if choice == "t":
-        service.retry(workspace_id)
-        return "marked for retry (the next run reruns it)"
+        try:
+            note = Prompt.ask(
+                "What is wrong with it? (the retry's model is told; Enter for no note)",
+                default="",
+                show_default=False,
+                console=console,
+            )
+        except EOFError:
+            note = ""
+        service.retry(workspace_id, note)
+        return "marked for retry ('remora retry' reruns it)"
     return "skipped"
 
 

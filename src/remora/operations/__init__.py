@@ -23,9 +23,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remora.config import OperationConfig, RemoraConfig
+from pydantic import BaseModel, ValidationError
+
+from remora.config import LoadedConfig, OperationConfig, RemoraConfig
 from remora.definitions import BUNDLED_AGENTS_DIR, AgentLibrary, SubagentDefinition
-from remora.errors import AgentDefinitionError
+from remora.errors import AgentDefinitionError, ConfigError
 from remora.operations.base import Operation
 from remora.tools.capabilities import TOOLKIT, Capability, merge_capabilities
 
@@ -110,6 +112,22 @@ class OperationRegistry:
         default options."""
         return {op.name: OperationConfig(agent=op.agent, options=dict(op.options)) for op in self}
 
+    def check_options(self, loaded: LoadedConfig) -> None:
+        """Check each operation's options against its ``options_model`` (CONFIG_005 for
+        an unknown option, CONFIG_003 for a bad value, naming where it was set). An
+        operation run by another agent than its own takes whatever options that agent
+        reads, unchecked."""
+        for name, settings in loaded.config.operations.items():
+            operation = self._operations.get(name)
+            if operation is None or operation.options_model is None:
+                continue
+            if settings.agent not in (None, operation.agent_name):
+                continue
+            try:
+                operation.options_model.model_validate(settings.options)
+            except ValidationError as exc:
+                raise _option_error(name, operation.options_model, exc, loaded) from None
+
     def config(self, **sections: Any) -> RemoraConfig:
         """A config with these operations' defaults and the given sections (library use
         and tests; the CLI loads the user's files with :func:`~remora.config.load_config`)."""
@@ -118,6 +136,27 @@ class OperationRegistry:
     def load_agents(self, extra_dirs: Sequence[Path] = ()) -> dict[str, SubagentDefinition]:
         """Every bundled agent plus those in ``extra_dirs`` (see AgentLibrary.load)."""
         return self.library.load(extra_dirs)
+
+
+def _option_error(
+    name: str, model: type[BaseModel], exc: ValidationError, loaded: LoadedConfig
+) -> ConfigError:
+    error = exc.errors()[0]
+    key = ".".join(["operations", name, "options", *(str(part) for part in error["loc"])])
+    origin = loaded.source_of(key)
+    if error["type"] == "extra_forbidden":
+        known = sorted(model.model_fields)
+        close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
+        return ConfigError(
+            "CONFIG_005",
+            f"unknown config key '{key}' (from {origin})",
+            f"did you mean '{close[0]}'?" if close else f"known options: {', '.join(known)}",
+        )
+    return ConfigError(
+        "CONFIG_003",
+        f"invalid value for '{key}' (from {origin}): {error['msg']}",
+        "docs/configuration.md lists every operation's options",
+    )
 
 
 @functools.cache

@@ -27,6 +27,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import BaseModel
+
 from remora import pyast
 from remora.discovery import CSTNode, discover
 from remora.tools.capabilities import Capability
@@ -108,13 +110,16 @@ class Operation:
     without ``evaluate`` cannot be measured by ``remora eval``; one without
     ``plan_episodes`` has no expert and cannot be traced for training. ``training_options``
     override ``options`` when episodes are traced: where the default leaves a model decision
-    to the host, training still exercises it.
+    to the host, training still exercises it. ``options_model`` (extra keys forbidden)
+    checks the user's options when the configuration loads, so a typo such as
+    ``style: googel`` is an error at once, not a failed job later.
     """
 
     name: str
     agent_dirs: tuple[Path, ...] = ()
     capabilities: Mapping[str, Capability] = field(default_factory=dict)
     options: Mapping[str, Any] = field(default_factory=dict)
+    options_model: type[BaseModel] | None = None
     evaluate: Evaluator | None = None
     plan_episodes: EpisodePlanner | None = None
     summary: str = ""

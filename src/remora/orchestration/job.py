@@ -19,7 +19,7 @@ import contextlib
 import json
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,8 @@ class Job:
     key: JobKey
     options: Mapping[str, Any] = field(default_factory=dict)
     system_prompt: str | None = None
+    retry: bool = False
+    retry_note: str = ""
 
     @property
     def operation(self) -> str:
@@ -218,6 +220,21 @@ async def _precheck(
     return evidence if isinstance(evidence, str) and evidence.strip() else None
 
 
+RETRY_TEMPERATURE = 0.7
+"""A rerun a review asked for samples at least this hot: at temperature 0 the model would
+give the rejected answer again, byte for byte."""
+
+
+def _with_retry_note(evidence: str, note: str) -> str:
+    """The evidence with what the person said about the rejected attempt."""
+    said = (
+        f"A person rejected the previous attempt: {note.strip()}"
+        if note.strip()
+        else "A person rejected the previous attempt; do it differently."
+    )
+    return f"{evidence.strip()}\n\n{said}".strip()
+
+
 async def run_job(
     job: Job,
     *,
@@ -256,6 +273,9 @@ async def run_job(
     settings = LoopSettings.from_config(
         config.runner, config.model, agent_max_turns=agent.max_turns, tools=config.tools
     )
+    if job.retry:
+        settings = replace(settings, temperature=max(settings.temperature, RETRY_TEMPERATURE))
+        evidence = _with_retry_note(evidence, job.retry_note)
     count_tokens = getattr(model, "count_tokens", None)
     counter = count_tokens if callable(count_tokens) else None
     system_prompt = job.system_prompt or agent.initial_context.system_prompt

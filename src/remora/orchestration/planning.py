@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from remora.config import RemoraConfig
@@ -30,6 +30,10 @@ class PlannedJob:
     options: Mapping[str, Any] = field(default_factory=dict)
     attempt: int = 0
     system_prompt: str | None = None
+    retry: bool = False
+    """A rerun a review asked for: the model samples (a rerun at temperature 0 would
+    repeat the rejected answer) and is shown ``retry_note``, what the person found wrong."""
+    retry_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,8 +113,10 @@ def plan_retries(
     agents: Mapping[str, SubagentDefinition],
     nodes: Sequence[CSTNode],
     requested: Sequence[tuple[str, str]],
+    notes: Mapping[tuple[str, str], str] | None = None,
 ) -> Plan:
-    """Jobs for ``(operation, node_id)`` pairs a review marked for retry, on today's nodes.
+    """Jobs for ``(operation, node_id)`` pairs a review marked for retry, on today's nodes,
+    each marked as a retry with the person's note (``notes``).
 
     A node that no longer exists (renamed, deleted) or an operation that can no longer run
     is reported as a problem instead.
@@ -129,7 +135,8 @@ def plan_retries(
                     "it was renamed or deleted since the run; run 'remora analyze' on it",
                 )
             )
-        plan.jobs.extend(single.jobs)
+        note = (notes or {}).get((operation, node_id), "")
+        plan.jobs.extend(replace(job, retry=True, retry_note=note) for job in single.jobs)
         if single.jobs and operation not in plan.operations:
             plan.operations.append(operation)
     return plan

@@ -99,6 +99,8 @@ class ReviewService:
                     state = self.manager.state(job.workspace_id)
                 except WorkspaceError:
                     continue  # unreadable storage: leave the record as it is
+                if job.review == "retried":
+                    continue
                 if job.review == "retry_requested":
                     if state == "pending":
                         self.manager.remove(job.workspace_id)
@@ -130,8 +132,9 @@ class ReviewService:
             self._set_review(info.run_id, workspace_id, "rejected")
             return info
 
-    def retry(self, workspace_id: str) -> RetryRequest:
-        """Mark the job for a rerun, then discard its workspace; returns what to rerun."""
+    def retry(self, workspace_id: str, note: str = "") -> RetryRequest:
+        """Mark the job for a rerun, then discard its workspace; returns what to rerun.
+        ``note`` (what the person found wrong) is kept for the rerun's model."""
         with self.manager.lock():
             try:
                 info = self.manager.info(workspace_id)
@@ -140,7 +143,7 @@ class ReviewService:
                     raise
                 info = self.manager.info_from_id(workspace_id)  # storage unreadable: discard it
             if info.status == "pending":
-                self._set_review(info.run_id, workspace_id, "retry_requested")
+                self._set_review(info.run_id, workspace_id, "retry_requested", note)
             return self.workspaces.retry(workspace_id)
 
     def diff(self, workspace_id: str, context: int = 3) -> dict[str, str]:
@@ -152,7 +155,9 @@ class ReviewService:
             info.run_id, info.workspace_id, "accepted" if kind == "accept" else "pending"
         )
 
-    def _set_review(self, run_id: str | None, workspace_id: str, review: ReviewState) -> None:
+    def _set_review(
+        self, run_id: str | None, workspace_id: str, review: ReviewState, note: str = ""
+    ) -> None:
         if run_id is None or not self.store.exists(run_id):
             return
 
@@ -161,5 +166,7 @@ class ReviewService:
             if job is not None:
                 job.review = review
                 job.reviewed_at = time.time()
+                if note:
+                    job.retry_note = note
 
         self.store.update(run_id, mark)

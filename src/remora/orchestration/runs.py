@@ -40,7 +40,7 @@ from remora.workspace.durable import atomic_write, os_failure
 MANIFEST_VERSION = 1
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
-ReviewState = Literal["none", "pending", "accepted", "rejected", "retry_requested"]
+ReviewState = Literal["none", "pending", "accepted", "rejected", "retry_requested", "retried"]
 JobStatus = Literal["queued", "running", "success", "partial", "failed", "skipped", "interrupted"]
 RunStatus = Literal["running", "completed", "failed", "interrupted"]
 
@@ -81,6 +81,8 @@ class JobRecord(BaseModel):
     telemetry: AgentTelemetry = Field(default_factory=AgentTelemetry)
     review: ReviewState = "none"
     reviewed_at: float | None = None
+    retry_note: str = ""
+    """What the person said was wrong when they asked for a retry (shown to the model)."""
 
     @classmethod
     def queued(cls, key: JobKey, node: CSTNode) -> JobRecord:
@@ -149,6 +151,7 @@ class RunSummary(BaseModel):
     accepted: int = 0
     rejected: int = 0
     retry_requested: int = 0
+    retried: int = Field(default=0, description="Jobs a later run ('remora retry') redid.")
 
 
 def _process_start(pid: int) -> str | None:
@@ -252,6 +255,7 @@ class RunManifest(BaseModel):
             accepted=reviews.count("accepted"),
             rejected=reviews.count("rejected"),
             retry_requested=reviews.count("retry_requested"),
+            retried=reviews.count("retried"),
         )
 
 

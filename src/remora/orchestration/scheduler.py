@@ -167,6 +167,8 @@ async def _run_one(
         key=key,
         options=job.options,
         system_prompt=job.system_prompt,
+        retry=job.retry,
+        retry_note=job.retry_note,
     )
     try:
         with open_job(task, manager=manager, runtime=runtime, config=config) as opened:

@@ -12,7 +12,9 @@ Hypothesis (:mod:`.evaluation`), expert policies (:mod:`.expert`) and training m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from remora.operations.base import Operation
 from remora.operations.characterize import characterization, corpus, fixtures, inputs, steps
@@ -37,6 +39,29 @@ def _evaluate_sample_data(context: EvalContext) -> OperationReport:
     return evaluate_sample_data(context)
 
 
+class TestOptions(BaseModel):
+    """``operations.test.options``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # The model's inputs for the lines the host's tests leave uncovered added no coverage
+    # beyond the spread across seeds in `remora eval` (docs/evaluation.md): the host's
+    # tests are the job unless model_inputs is set.
+    model_inputs: bool = False
+    write_test_file: bool = False
+
+
+class SampleDataOptions(BaseModel):
+    """``operations.sample_data.options``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # The model's fixtures added no function with a fixture in `remora eval`
+    # (docs/evaluation.md): the host alone writes them unless model_inputs is set.
+    model_inputs: bool = False
+    format: Literal["json", "yaml"] = "json"
+
+
 _AGENTS = (Path(__file__).resolve().parent / "agents",)
 _CAPABILITIES = capabilities_of(characterization, fixtures, inputs, steps)
 
@@ -44,10 +69,8 @@ TEST = Operation(
     name="test",
     agent_dirs=_AGENTS,
     capabilities=_CAPABILITIES,
-    # The model's inputs for the lines the host's tests leave uncovered added no coverage
-    # beyond the spread across seeds in `remora eval` (docs/evaluation.md): the host's tests
-    # are the job unless model_inputs is set.
-    options={"model_inputs": False, "write_test_file": False},
+    options=TestOptions().model_dump(),
+    options_model=TestOptions,
     evaluate=_evaluate_test,
     plan_episodes=corpus.plan_episodes,
     training_options={"model_inputs": True},
@@ -57,9 +80,8 @@ SAMPLE_DATA = Operation(
     name="sample_data",
     agent_dirs=_AGENTS,
     capabilities=_CAPABILITIES,
-    # The model's fixtures added no function with a fixture in `remora eval`
-    # (docs/evaluation.md): the host alone writes them unless model_inputs is set.
-    options={"model_inputs": False, "format": "json"},
+    options=SampleDataOptions().model_dump(),
+    options_model=SampleDataOptions,
     evaluate=_evaluate_sample_data,
     plan_episodes=corpus.plan_episodes,
     training_options={"model_inputs": True},

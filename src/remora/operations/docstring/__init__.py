@@ -9,7 +9,9 @@ material (:mod:`.corpus`) live here.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from remora.operations.base import Operation
 from remora.operations.docstring import check, corpus, docstrings, write
@@ -27,14 +29,28 @@ def _evaluate(context: EvalContext) -> OperationReport:
     return evaluate(context)
 
 
+class DocstringOptions(BaseModel):
+    """``operations.docstring.options``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    style: Literal["google", "numpy", "sphinx"] = "google"
+    # The model writes the summary; asked for descriptions, the bundled adapter wrote
+    # filler or wrong ones (docs/evaluation.md), so they are left for the person unless
+    # describe is set.
+    use_model: bool = True
+    describe: bool = False
+    missing_only: bool = False
+    include_private: bool = False
+    include_tests: bool = False
+
+
 DOCSTRING = Operation(
     name="docstring",
     agent_dirs=(Path(__file__).resolve().parent / "agents",),
     capabilities=capabilities_of(docstrings, check, write),
-    # The model writes the summary; asked for descriptions, the bundled adapter wrote filler
-    # or wrong ones (docs/evaluation.md), so they are left for the person unless
-    # options.describe is set.
-    options={"style": "google", "use_model": True, "describe": False},
+    options=DocstringOptions().model_dump(),
+    options_model=DocstringOptions,
     evaluate=_evaluate,
     plan_episodes=corpus.plan_episodes,
     training_options={"describe": True},

@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, ConfigDict
+
 from remora.operations.base import Operation
 from remora.operations.lint import capabilities, residue
 from remora.tools.capabilities import capabilities_of
@@ -31,14 +33,25 @@ def _evaluate(context: EvalContext) -> OperationReport:
     return evaluate(context)
 
 
+class LintOptions(BaseModel):
+    """``operations.lint.options``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    select: list[str] | str | None = None  # None: rules.DEFAULT_RULES
+    unsafe_fixes: bool = True
+    # The embedded model's rewrites of the residue are refused by the checks (measured with
+    # remora eval, docs/evaluation.md), so by default the residue is left for the person;
+    # a larger model on a server may be asked.
+    use_model: bool = False
+
+
 LINT = Operation(
     name="lint",
     agent_dirs=(Path(__file__).resolve().parent / "agents",),
     capabilities=capabilities_of(capabilities, residue),
-    # The embedded model's rewrites of the residue are refused by the checks (measured with
-    # remora eval, docs/evaluation.md), so by default the residue is left for the person;
-    # a larger model on a server may be asked with options.use_model.
-    options={"use_model": False},
+    options=LintOptions().model_dump(exclude_none=True),
+    options_model=LintOptions,
     evaluate=_evaluate,
     summary="fix ruff-detectable issues with verified edits (vs ruff --fix)",
 )
