@@ -94,7 +94,7 @@ class RunningJobs:
     def emit(self, event: Event) -> None:
         job = event.job_id or ""
         if isinstance(event, JobStarted):
-            where = f"{event.file_path}" if event.qualname == "" else event.qualname
+            where = event.qualname or event.file_path
             self.started[job] = (f"{event.operation} {where}", self.clock())
         elif isinstance(event, JobFinished):
             self.started.pop(job, None)
