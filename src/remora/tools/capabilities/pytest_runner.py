@@ -23,7 +23,7 @@ from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.store_io import checked_path, is_dir, not_found
 from remora.tools.capabilities.values import as_float
 from remora.tools.isolation import project_sandbox
-from remora.tools.process import import_roots, python_command
+from remora.tools.process import import_roots
 
 MAX_TESTS = 200
 _MESSAGE_LIMIT = 500
@@ -47,8 +47,7 @@ def pytest_run(
     seconds = limit if timeout is None else min(as_float(timeout, "timeout"), limit)
     with project_sandbox(ctx.store, ctx.config, writable=writable, harvest=False) as box:
         report = box.exchange / "report.xml"
-        argv = python_command(
-            "-m",
+        argv = box.module_argv(
             "pytest",
             "-p",
             "no:cacheprovider",

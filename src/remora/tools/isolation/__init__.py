@@ -53,6 +53,7 @@ from typing import Any
 
 from remora.config import ToolsConfig
 from remora.errors import ToolError
+from remora.tools.interpreter import ProjectPython, project_python
 from remora.tools.isolation import _launcher
 from remora.tools.isolation._probe import (
     IsolationLevel,
@@ -126,6 +127,8 @@ class Sandbox:
     exchange: Path
     config: ToolsConfig
     _store: FileStore
+    python: ProjectPython
+    """The project's interpreter, which runs its code (:mod:`remora.tools.interpreter`)."""
     _removed: list[str] = field(default_factory=list)
     _layers: tuple[Path, Path, Path] | None = None
     _runs: int = 0
@@ -168,10 +171,25 @@ class Sandbox:
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         env: Mapping[str, str] | None = None,
     ) -> CommandResult:
-        """``python -P -s script args`` in the sandbox, one interpreter start-up cheaper:
-        the launcher runs the script itself once the sandbox is in place."""
+        """``python -P -s script args`` in the sandbox with the project's interpreter. With
+        Remora's own, one start-up cheaper: the launcher runs the script itself once the
+        sandbox is in place. ``script`` must use the standard library only."""
+        if not self.python.is_remoras:
+            argv = [self.python.executable, "-P", "-s", str(script), *args]
+            return self.run(
+                argv,
+                timeout=timeout,
+                what=what,
+                pythonpath=pythonpath,
+                output_limit=output_limit,
+                env=env,
+            )
         command = {"argv": [sys.executable], "python": {"script": str(script), "args": list(args)}}
         return self._launch(["-P", "-s"], command, timeout, what, pythonpath, output_limit, env)
+
+    def module_argv(self, module: str, *args: str) -> list[str]:
+        """``python -m module args`` with the project's interpreter (pytest, coverage)."""
+        return self.python.module_argv(module, *args)
 
     def _launch(
         self,
@@ -234,7 +252,12 @@ class Sandbox:
             spec["remove"] = [str(self.root / rel) for rel in self._removed]
         elif self.level == "landlock":
             spec["landlock"] = {
-                "read": [*_system_paths(), *_python_paths(), *_project_entries(self._store)],
+                "read": [
+                    *_system_paths(),
+                    *_python_paths(),
+                    *self.python.read_paths(),
+                    *_project_entries(self._store),
+                ],
                 "write": [str(self.root), str(self.exchange), *_DEVICES],
                 "allow_network": False,
             }
@@ -268,7 +291,8 @@ class Sandbox:
             "--tmpfs",
             "/tmp",
         ]
-        inside, outside = _split_paths(_python_paths(), root)
+        shown = _outermost([*_python_paths(), *self.python.read_paths()])
+        inside, outside = _split_paths(shown, root)
         argv += _ro_binds(outside)
         argv += ["--overlay-src", str(root), "--overlay-src", str(changes)]
         argv += ["--overlay", str(upper), str(work), str(root)]
@@ -304,6 +328,7 @@ def project_sandbox(
     missing, before anything runs.
     """
     level = require_isolation(config.isolation)
+    python = project_python(store.root, config)
     with tempfile.TemporaryDirectory(prefix="remora-sandbox-") as tmp:
         scratch = Path(tmp)
         exchange = scratch / "exchange"
@@ -313,7 +338,7 @@ def project_sandbox(
             for path in layers:
                 path.mkdir()
             removed = write_changes_layer(store, layers[0])
-            box = Sandbox(level, store.root, exchange, config, store, removed, layers)
+            box = Sandbox(level, store.root, exchange, config, store, python, removed, layers)
             yield box
             if harvest:
                 box.harvest = harvest_upper(
@@ -321,7 +346,7 @@ def project_sandbox(
                 )
         else:
             with store.materialize(writable=sorted(set(writable)), capture=harvest) as view:
-                yield Sandbox(level, view, exchange, config, store)
+                yield Sandbox(level, view, exchange, config, store, python)
                 if harvest:
                     _drop_truncated(view, config.max_file_mb * _MB)
 
