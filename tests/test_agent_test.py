@@ -212,3 +212,29 @@ def test_write_test_file_is_offered_only_when_the_option_asks_for_it(project: Pa
     assert larger.result.status == "success", larger.result
     assert larger.tools.errors == 1  # the file with a failing test was not kept
     assert larger.changed["tests/test_helpers_clamp.py"] == fixed
+
+
+WHEN = """from datetime import date
+
+
+def first_of(year, month):
+    return date(year, month, 1)
+"""
+
+
+def test_a_standard_class_the_module_imports_by_name_is_written_as_the_module_names_it(
+    tmp_path: Path,
+) -> None:
+    """``datetime.date(2024, 3, 1)`` is how the value prints; the module knows it as ``date``,
+    so the test imports ``date`` from the module and the test passes (it used to be left
+    out: no generated test passed)."""
+    project = write_tree(tmp_path / "proj", {"when.py": WHEN, "tests/conftest.py": ""})
+    outcome = run_operation(project, "test", "when.py", [], qualname="first_of")
+    assert outcome.result.status == "success", outcome.result
+    text = outcome.changed["tests/test_when_first_of.py"]
+    assert "from when import date, first_of" in text
+    assert "== date(1, 1, 1)" in text
+    assert run_generated(project, outcome).returncode == 0
+    fixtures = run_operation(project, "sample_data", "when.py", [], qualname="first_of")
+    written = fixtures.changed["fixtures/when/first_of.json"]
+    assert '"$python": "date(1, 1, 1)"' in written  # evaluable with the module's names

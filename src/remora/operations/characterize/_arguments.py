@@ -270,9 +270,42 @@ def check_value(text: str, scope: Scope, limit: int = MAX_VALUE_CHARS) -> str:
         raise CaseError(f"{text.strip()[:80]!r} is not a Python expression") from None
     try:
         check_expression(node, scope)
-        return ast.unparse(node)
+        return ast.unparse(_as_the_module_names_it(node, scope))
     except RecursionError:
         raise CaseError(_TOO_DEEP) from None
+
+
+class _ToAliases(ast.NodeTransformer):
+    """``datetime.date`` as ``date`` where the module imports it by that name and does
+    not bind ``datetime``: a repr names the class by its module, the module by its alias."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.names = {dotted: name for name, dotted in scope.aliases.items()}
+        self.bound = scope.bound
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        dotted = _dotted(node)
+        name = self.names.get(dotted or "")
+        if name is not None and dotted is not None and dotted.split(".")[0] not in self.bound:
+            return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+        return self.generic_visit(node)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _as_the_module_names_it(node: ast.expr, scope: Scope) -> ast.expr:
+    """``node`` naming the standard classes as the module does (see :class:`_ToAliases`)."""
+    if not scope.aliases:
+        return node
+    changed = _ToAliases(scope).visit(node)
+    return changed if isinstance(changed, ast.expr) else node
 
 
 def exception_name(text: object, scope: Scope) -> str:

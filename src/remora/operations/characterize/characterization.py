@@ -177,6 +177,7 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
     if literal is not None and exception is None:
         try:
             literal = check_value(str(literal), scope)
+            used |= Case((literal,)).names()  # e.g. ``date``, imported with the callee
         except CaseError as exc:
             literal, note = None, f"the expected value was not written: {exc}"
     behaviour = Behaviour(
