@@ -34,6 +34,9 @@ def test_defaults_are_valid_and_deterministic() -> None:
         "style": "google",
         "use_model": True,
         "describe": False,
+        "missing_only": False,
+        "include_private": False,
+        "include_tests": False,
     }
     assert config.enabled_operations() == ["lint", "docstring", "test", "sample_data"]
     assert config == installed_operations().config()
