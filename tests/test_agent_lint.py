@@ -165,6 +165,7 @@ def test_the_model_is_shown_the_issue_no_tool_may_fix_and_its_rewrite_is_kept(
         {"code": "E711", "line": 12, "start": 12, "end": 12}
     ]
     assert result.details["model_refused"] == []
+    assert result.details["model_asked"] == {"E711": 1}
 
 
 def test_rewrites_that_do_not_parse_or_break_the_tests_lose_none_of_the_hosts_fixes(

@@ -43,6 +43,19 @@ def remora(
     )
 
 
+def spawn_analyze(project: Path, *, delay: float) -> subprocess.Popen[str]:
+    """``remora analyze . --ops marker -j 1`` started in the background, each scripted model
+    answer taking ``delay`` seconds, so a test can stop it mid-run."""
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPTED), *MARKER, "analyze", ".", "--ops", "marker", "-j", "1"],
+        cwd=project,
+        env={**os.environ, "REMORA_TEST_MODEL_DELAY": str(delay)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "proj", SOURCE)
@@ -168,15 +181,7 @@ def test_the_printed_review_command_works_from_where_analyze_ran(project: Path) 
 def test_ctrl_c_records_an_interrupted_run(project: Path) -> None:
     write_tree(project, {f"pkg/extra{i}.py": f"def f{i}():\n    return {i}\n" for i in range(6)})
     before = snapshot(project)
-    env = {**os.environ, "REMORA_TEST_MODEL_DELAY": "0.4"}
-    process = subprocess.Popen(
-        [sys.executable, str(SCRIPTED), *MARKER, "analyze", ".", "--ops", "marker", "-j", "1"],
-        cwd=project,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = spawn_analyze(project, delay=0.4)
     runs_dir = project / ".remora" / "runs"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until at least one job has finished
@@ -215,14 +220,7 @@ def test_retry_reruns_what_review_marked(project: Path) -> None:
 
 
 def test_a_run_whose_process_was_killed_is_not_left_running(project: Path) -> None:
-    env = {**os.environ, "REMORA_TEST_MODEL_DELAY": "5"}
-    process = subprocess.Popen(
-        [sys.executable, str(SCRIPTED), *MARKER, "analyze", ".", "--ops", "marker", "-j", "1"],
-        cwd=project,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = spawn_analyze(project, delay=5)
     runs_dir = project / ".remora" / "runs"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(runs_dir.glob("*.json")):

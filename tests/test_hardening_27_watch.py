@@ -8,10 +8,7 @@ batch runs, and the watch keeps reacting to saves.
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,8 +21,7 @@ from remora.operations import installed_operations
 from remora.watch import WatchCallbacks, Watcher
 from remora.workspace import WorkspaceManager
 from tests.stores import write_tree
-from tests.test_analyze_cli import MARKER, SCRIPTED
-from tests.test_watch import SOURCE, Lines
+from tests.test_watch import SOURCE, start_watch
 
 
 def test_a_file_deleted_before_its_reading_is_reported_and_skipped(
@@ -67,25 +63,7 @@ def test_a_file_deleted_before_its_reading_is_reported_and_skipped(
 
 def test_watch_survives_a_create_delete_loop(tmp_path: Path) -> None:
     project = write_tree(tmp_path / "proj", SOURCE)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(SCRIPTED),
-            *MARKER,
-            "--set",
-            "watch.debounce_ms=10",
-            "watch",
-            ".",
-            "--ops",
-            "marker",
-        ],
-        cwd=project,
-        env={**os.environ, "COLUMNS": "200"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines = Lines(process.stderr)
+    process, lines = start_watch(project, ".", debounce_ms=10)
     try:
         lines.wait_for("watching 4 nodes in 2 files")
         churn = project / "pkg" / "churn.py"

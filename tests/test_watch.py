@@ -60,18 +60,20 @@ class Lines:
         return got
 
 
-def test_watch_reruns_what_changed_and_nothing_else(tmp_path: Path) -> None:
-    project = write_tree(tmp_path / "proj", SOURCE)
-    module = project / "pkg" / "mod.py"
+def start_watch(
+    project: Path, target: str, debounce_ms: int = 100
+) -> tuple[subprocess.Popen[str], Lines]:
+    """``remora watch TARGET --ops marker`` on ``project`` with the scripted model, and its
+    stderr read in the background."""
     process = subprocess.Popen(
         [
             sys.executable,
             str(SCRIPTED),
             *MARKER,
             "--set",
-            "watch.debounce_ms=100",
+            f"watch.debounce_ms={debounce_ms}",
             "watch",
-            ".",
+            target,
             "--ops",
             "marker",
         ],
@@ -81,7 +83,13 @@ def test_watch_reruns_what_changed_and_nothing_else(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines = Lines(process.stderr)
+    return process, Lines(process.stderr)
+
+
+def test_watch_reruns_what_changed_and_nothing_else(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "proj", SOURCE)
+    module = project / "pkg" / "mod.py"
+    process, lines = start_watch(project, ".")
     try:
         lines.wait_for("watching 4 nodes in 2 files")
         module.write_text("def first():\n    return 1\n\n\ndef second():\n    return 22\n")
@@ -115,25 +123,7 @@ def test_watching_one_file_survives_saves_by_rename(tmp_path: Path) -> None:
     watcher must hear every such save, and says when a re-run starts."""
     project = write_tree(tmp_path / "proj", SOURCE)
     module = project / "pkg" / "mod.py"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            str(SCRIPTED),
-            *MARKER,
-            "--set",
-            "watch.debounce_ms=100",
-            "watch",
-            "pkg/mod.py",
-            "--ops",
-            "marker",
-        ],
-        cwd=project,
-        env={**os.environ, "COLUMNS": "200"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines = Lines(process.stderr)
+    process, lines = start_watch(project, "pkg/mod.py")
 
     def save_by_rename(text: str) -> None:
         fresh = module.with_name("mod.py.tmp")

@@ -199,14 +199,16 @@ class Watcher:
         resolved = Path(path).resolve()
         if resolved.is_relative_to(self.manager.state_path):
             return False
-        return any(
-            resolved.is_relative_to(target) if target.is_dir() else resolved == target
-            for target in self.resolved_targets
-        )
+        folders, files = self._target_paths
+        return resolved in files or any(resolved.is_relative_to(folder) for folder in folders)
 
     @functools.cached_property
-    def resolved_targets(self) -> list[Path]:
-        return [target.resolve() for target in self.targets]
+    def _target_paths(self) -> tuple[list[Path], frozenset[Path]]:
+        """The target directories and files, resolved once (not per filesystem event)."""
+        resolved = [target.resolve() for target in self.targets]
+        return [path for path in resolved if path.is_dir()], frozenset(
+            path for path in resolved if not path.is_dir()
+        )
 
     async def watch(self, stop: asyncio.Event, *, initial: bool = False) -> None:
         """Until ``stop`` is set: wait for saves, run what changed.

@@ -17,6 +17,7 @@ other drift (a reject interrupted between discarding and recording).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import secrets
@@ -174,13 +175,12 @@ class RunOwner(BaseModel):
 
     @classmethod
     def current(cls) -> RunOwner:
-        pid = os.getpid()
-        return cls(pid=pid, host=socket.gethostname(), started=_process_start(pid))
+        return _this_process().model_copy()
 
     def gone(self) -> bool:
         """Whether the owner has ended (only known on its own host)."""
-        if self.host != socket.gethostname():
-            return False
+        if self == _this_process() or self.host != socket.gethostname():
+            return False  # this very process (each job's record reads it), or unknowable
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -188,6 +188,12 @@ class RunOwner(BaseModel):
         except PermissionError:
             return False
         return self.started is not None and _process_start(self.pid) != self.started
+
+
+@functools.cache
+def _this_process() -> RunOwner:
+    pid = os.getpid()
+    return RunOwner(pid=pid, host=socket.gethostname(), started=_process_start(pid))
 
 
 ORPHANED = "the run's process ended before this job finished (killed with its terminal?)"

@@ -117,8 +117,7 @@ def lint_fix_all(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     current = text
 
     with Linter(ctx, relative) as linter:
-        raw = linter.raw(current)
-        issues = [linter.classify(current, item) for item in raw]
+        raw, issues = linter.linted(current)
         for _ in range(MAX_FIX_ROUNDS):
             lines = current.splitlines()
             pending = [
@@ -184,11 +183,7 @@ def _fix(
 
     ``linted`` is ruff's diagnostics of ``text`` and their classification when the caller
     has them (the previous fix's result), so ``text`` is not linted twice."""
-    if linted is None:
-        raw = linter.raw(text)
-        issues = [linter.classify(text, item) for item in raw]
-    else:
-        raw, issues = linted
+    raw, issues = linter.linted(text) if linted is None else linted
     here = [issue for issue in issues if issue["code"] == rule and issue["line"] == row]
     if not here:
         # A small model often pairs a code with the line of a neighbouring issue; when
@@ -334,7 +329,8 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
 @dataclass
 class ModelAttempts:
     """The model's rewrites in one job (:mod:`.residue`): per issue (code, text of its
-    line) how often it was asked, the rewrites kept, those refused and the last complaint."""
+    line) how often it was asked, the rewrites kept, those refused and the last complaint.
+    Its account gives the issues asked per code."""
 
     tries: dict[tuple[str, str], int] = field(default_factory=dict)
     rewritten: list[dict[str, Any]] = field(default_factory=list)
@@ -348,7 +344,7 @@ class ModelAttempts:
     def account(self) -> dict[str, Any]:
         """The job's details: issues asked, rewrites kept and refused."""
         return {
-            "model_asked": len(self.tries),
+            "model_asked": dict(Counter(code for code, _ in self.tries)),
             "model_rewrites": list(self.rewritten),
             "model_refused": list(self.refused),
         }
@@ -418,7 +414,12 @@ class Linter:
         return run_ruff(self.ctx, self.view, self.home, targets, rules or self.rules, stdin=text)
 
     def classified(self, text: str) -> list[dict[str, Any]]:
-        return [self.classify(text, item) for item in self.raw(text)]
+        return self.linted(text)[1]
+
+    def linted(self, text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """ruff's diagnostics of ``text`` and each classified (the fixes need the first)."""
+        raw = self.raw(text)
+        return raw, [self.classify(text, item) for item in raw]
 
     def classify(self, text: str, item: dict[str, Any]) -> dict[str, Any]:
         """One raw diagnostic as the model sees it, with its fix kind and a note."""

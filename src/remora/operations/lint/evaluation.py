@@ -450,10 +450,7 @@ def model_residue(jobs: Sequence[dict[str, Any]]) -> dict[str, Any]:
             kept[item["code"]] += 1
         for item in found.get("model_refused", []):
             refused.append(f"{job['file']} {item['code']} line {item['line']}: {item['problem']}")
-        seen = {(item["code"], item["line"]) for item in found.get("model_refused", [])}
-        seen |= {(item["code"], item["line"]) for item in found.get("model_rewrites", [])}
-        for code, _ in seen:
-            asked[code] += 1
+        asked.update(found.get("model_asked", {}))
     return {
         "asked": sum(asked.values()),
         "kept": sum(kept.values()),

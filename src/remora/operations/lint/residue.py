@@ -99,15 +99,14 @@ def lint_residue(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     """
     relative, text, _ = read_python(ctx, path, "lint_residue")
     with Linter(ctx, relative) as linter:
-        raw = linter.raw(text)
-        issues = [linter.classify(text, item) for item in raw]
+        raw, issues = linter.linted(text)
         unsafe = linter.unsafe
     askable = _askable(ctx, text, issues)
     if not askable:
         return {"issue": None, "left": 0, "text": ""}
     issue = askable[0]
     shown = "\n".join(text.splitlines()[issue["start"] - 1 : issue["end"]])
-    candidate = _candidate(text, issue, raw, unsafe) if unsafe else None
+    candidate = _candidate(text, issue, raw) if unsafe else None
     where = (
         f"Line {issue['start']}"
         if issue["start"] == issue["end"]
@@ -129,16 +128,15 @@ def lint_residue(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     return {"issue": issue, "left": len(askable), "text": evidence, "candidate": candidate}
 
 
-def _candidate(
-    text: str, issue: dict[str, Any], raw: list[dict[str, Any]], unsafe: bool
-) -> str | None:
-    """The lines involved as ruff's own fix of the issue would leave them, if it has one."""
+def _candidate(text: str, issue: dict[str, Any], raw: list[dict[str, Any]]) -> str | None:
+    """The lines involved as ruff's own fix of the issue (safe or unsafe) would leave
+    them, if it has one."""
     items = [
         item
         for item in raw
         if item.get("code") == issue["code"]
         and item["location"]["row"] == issue["line"]
-        and fix_allowed(item, unsafe)
+        and fix_allowed(item, unsafe=True)
     ]
     if not items:
         return None
@@ -176,8 +174,7 @@ def lint_rewrite(
     row = as_int(line, "line")
     state = model_attempts(ctx)
     with Linter(ctx, relative) as linter:
-        raw = linter.raw(before)
-        issues = [linter.classify(before, item) for item in raw]
+        raw, issues = linter.linted(before)
         askable = _askable(ctx, before, issues)
         if not askable or (askable[0]["code"], askable[0]["line"]) != (rule, row):
             asked = f"{askable[0]['code']} on line {askable[0]['line']}" if askable else "none"
