@@ -86,10 +86,13 @@ def test_percent_range_check_gives_boundary_values() -> None:
     found = candidate_inputs(source, "discount", limit=20)
     # The base set already takes the first boundary; the rest follow as literal variations.
     assert values(found[0]) == (0, -1)
-    assert [values(c)[1] for c in found if c.source == "literal"] == [0, 100, 101]
-    prices = {values(c)[0] for c in found if c.source == "name"}
-    assert prices == {0, 1000}
-    assert 50 in {values(c)[1] for c in found if c.source == "name"}
+    literal = [values(c)[1] for c in found if c.source == "literal"]
+    assert list(dict.fromkeys(literal)) == [0, 100, 101]
+    # the second base gives the price a telling value: 1000 beside the first base's 0
+    assert {values(c)[0] for c in found if c.source == "literal"} == {0, 1000}
+    prices = {c.args[0] for c in found if c.source == "name"}
+    assert "decimal.Decimal('19.99')" in prices
+    assert "50" in {c.args[1] for c in found if c.source == "name"}
 
 
 def test_body_literals_membership_equality_and_keys() -> None:
@@ -116,13 +119,19 @@ def test_defaults_annotations_and_one_factor_at_a_time() -> None:
         "    return label\n"
     )
     found = candidate_inputs(source, "fmt", limit=20)
+    # Two bases (the first values; then telling ones, not zero or empty), each varied one
+    # parameter at a time.
     assert calls(found) == [
         ([0, "", False], {"end": "."}, "default"),
+        ([1, "abc", False], {"end": "."}, "default"),
         ([0, "", True], {"end": "."}, "default"),
+        ([1, "abc", True], {"end": "."}, "default"),
+        ([0, "abc", False], {"end": "."}, "annotation"),
         ([1, "", False], {"end": "."}, "annotation"),
         ([3, "", False], {"end": "."}, "annotation"),
-        ([0, "abc", False], {"end": "."}, "annotation"),
+        ([3, "abc", False], {"end": "."}, "annotation"),
         ([0, None, False], {"end": "."}, "annotation"),
+        ([1, None, False], {"end": "."}, "annotation"),
     ]
 
 

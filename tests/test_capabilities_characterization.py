@@ -88,16 +88,25 @@ def read(ctx: CapabilityContext, path: str) -> str:
 
 
 def test_generated_tests_pin_one_branch_with_exact_coverage(ctx: CapabilityContext) -> None:
-    """One test per behaviour, written in the workspace; coverage counts the function alone."""
+    """A test per call observed (not the project's own: ``grade(1)`` is in its tests),
+    written formatted in the workspace; running them keeps the one that says most (``3``
+    over ``0``), since the other adds no arc and no killed mutant; coverage and mutants count
+    the function alone."""
     observe_cases(ctx, "pkg/mod.py", "grade")
     written = write_characterization_tests(ctx, "pkg/mod.py", "grade")
-    assert written == {"path": GENERATED, "tests": ["test_grade_returns_str"], "behaviours": 1}
+    assert written == {
+        "path": GENERATED,
+        "tests": ["test_grade_returns_small", "test_grade_returns_small_2"],
+        "behaviours": 2,
+    }
     text = read(ctx, GENERATED)
     assert MARKER in text and "from pkg.mod import grade" in text
-    assert "assert grade(1) == 'small'" in text
+    assert 'assert grade(0) == "small"' in text and "grade(1)" not in text
     assert not (ctx.store.root / GENERATED).exists()
     report = run_characterization_tests(ctx, "pkg/mod.py", "grade")
-    assert report["kept"] == ["test_grade_returns_str"] and report["dropped"] == []
+    assert report["kept"] == ["test_grade_returns_small"] and report["dropped"] == []
+    assert 'assert grade(3) == "small"' in read(ctx, GENERATED)
+    assert "grade(0)" not in read(ctx, GENERATED)
     assert report["coverage"] == {
         "lines_covered": 3,
         "lines_total": 4,
@@ -108,6 +117,8 @@ def test_generated_tests_pin_one_branch_with_exact_coverage(ctx: CapabilityConte
     }
     assert (report["line_rate"], report["branch_rate"]) == (0.75, 0.5)
     assert report["coverage_summary"] == "lines 3/4 (75%), branches 1/2 (50%)"
+    # '>' to '>=' and "big" changed survive: nothing reaches the limit or the big side
+    assert (report["mutants_killed"], report["mutants_measured"]) == (2, 4)
     assert verified_report(ctx, "pkg/mod.py", "grade") == report
 
 
@@ -116,10 +127,11 @@ def test_both_branches_give_full_coverage(ctx: CapabilityContext) -> None:
     propose_cases(ctx, "pkg/mod.py", "grade", ["500"])
     assert observe_cases(ctx, "pkg/mod.py", "grade")["behaviours"] == 2
     written = write_characterization_tests(ctx, "pkg/mod.py", "grade")
-    assert len(written["tests"]) == 2
-    assert "assert grade(500) == 'big'" in read(ctx, GENERATED)
+    assert len(written["tests"]) == 3  # 500, then 0 and 3 (both "small")
+    assert 'assert grade(500) == "big"' in read(ctx, GENERATED)
     report = run_characterization_tests(ctx, "pkg/mod.py", "grade")
-    assert report["kept"] == written["tests"] and report["dropped"] == []
+    assert report["kept"] == ["test_grade_returns_big", "test_grade_returns_small"]
+    assert report["dropped"] == []
     assert report["coverage"] == {
         "lines_covered": 4,
         "lines_total": 4,
@@ -142,7 +154,7 @@ def test_failing_test_is_dropped_and_the_file_re_rendered(ctx: CapabilityContext
     assert [d["test"] for d in report["dropped"]] == ["test_injected"]
     assert report["dropped"][0]["reason"].startswith("failed:")
     assert report["dropped"][0]["reason"].endswith("(run 1)")
-    assert report["kept"] == written["tests"]
+    assert set(report["kept"]) < set(written["tests"])  # one "small" test adds nothing
     assert "test_injected" not in read(ctx, GENERATED)
     assert report["coverage"]["lines_covered"] == 4
 
@@ -209,7 +221,7 @@ def test_result_runs_the_whole_chain(ctx: CapabilityContext) -> None:
     """With nothing done yet, the result observes, writes and verifies before reporting."""
     result = characterization_result(ctx, "pkg/mod.py", "grade")
     assert result["ok"] is True
-    assert result["path"] == GENERATED and result["kept"] == ["test_grade_returns_str"]
+    assert result["path"] == GENERATED and result["kept"] == ["test_grade_returns_small"]
     assert result["coverage_summary"] == "lines 3/4 (75%), branches 1/2 (50%)"
     assert ctx.store.exists(GENERATED)
     assert characterization_result(ctx, "pkg/mod.py", "grade") == result
@@ -255,3 +267,18 @@ def test_existing_tests_lists_project_tests_that_use_the_function(
     write_characterization_tests(ctx, "pkg/mod.py", "grade")
     assert existing_tests(ctx, "pkg/mod.py", "grade") == expected
     assert existing_tests(ctx, "pkg/mod.py", "tick")["tests_using_function"] == 0
+
+
+def test_the_model_is_shown_the_mutants_no_test_notices(ctx: CapabilityContext) -> None:
+    """After the host's tests, the evidence marks the side never run and lists each
+    surviving mutant with its line as written."""
+    from remora.operations.characterize.steps import coverage_evidence
+
+    characterization_result(ctx, "pkg/mod.py", "grade")
+    evidence = coverage_evidence(ctx, "pkg/mod.py", "grade")
+    assert not evidence["complete"] and evidence["grew"]
+    text = evidence["text"]
+    assert "mutants killed 2/4 (50%)" in text
+    assert '   7         word = "big"  # never run' in text
+    assert "  line 6: if n > LIMIT:    <- '>' to '>='" in text
+    assert coverage_evidence(ctx, "pkg/mod.py", "grade")["grew"] is False

@@ -259,7 +259,7 @@ def test_the_header_names_the_function_and_carries_the_marker() -> None:
 
 
 def test_test_names_describe_the_behaviour_and_are_unique() -> None:
-    """Names say what happened; repeats get ``_2``, ``_3``."""
+    """Names say what happened, short values included; repeats get ``_2``, ``_3``."""
     behaviours = [
         _value("f(1)", "1", "int"),
         _value("f(2)", "2", "int"),
@@ -282,9 +282,9 @@ def test_test_names_describe_the_behaviour_and_are_unique() -> None:
     ]
     rendered = render_tests("pkg.mod", "Point.move", behaviours, NAMES)
     assert rendered.names == (
-        "test_point_move_returns_int",
-        "test_point_move_returns_int_2",
-        "test_point_move_returns_int_3",
+        "test_point_move_returns_1",
+        "test_point_move_returns_2",
+        "test_point_move_returns_3",
         "test_point_move_returns_none",
         "test_point_move_returns_true",
         "test_point_move_returns_false",
@@ -292,12 +292,12 @@ def test_test_names_describe_the_behaviour_and_are_unique() -> None:
         "test_point_move_returns_empty_str",
         "test_point_move_returns_zero",
         "test_point_move_returns_zero_2",
-        "test_point_move_returns_negative_int",
-        "test_point_move_returns_negative_float",
+        "test_point_move_returns_minus_1",
+        "test_point_move_returns_minus_1_5",
         "test_point_move_returns_point",
         "test_point_move_yields_nothing",
         "test_point_move_yields_items",
-        "test_point_move_returns_int_and_prints",
+        "test_point_move_returns_6_and_prints",
         "test_point_move_raises_value_error",
         "test_point_move_raises_parse_error",
     )
@@ -374,10 +374,10 @@ def test_unmatchable_messages_are_not_matched() -> None:
 def test_wrote_files_runs_in_tmp_path() -> None:
     """A test of a function that writes files changes into ``tmp_path`` first."""
     text = _render("save", _value("save('a')", "'a'", "str", wrote_files=True))
-    assert "def test_save_returns_str(tmp_path, monkeypatch):\n" in text
+    assert "def test_save_returns_a(tmp_path, monkeypatch):\n" in text
     assert "    monkeypatch.chdir(tmp_path)\n    assert save('a') == 'a'\n" in text
     plain = _render("save", _value("save('a')", "'a'", "str"))
-    assert "def test_save_returns_str():\n" in plain and "monkeypatch" not in plain
+    assert "def test_save_returns_a():\n" in plain and "monkeypatch" not in plain
 
 
 def test_printing_checks_captured_output() -> None:

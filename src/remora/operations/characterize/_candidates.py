@@ -324,11 +324,29 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
         elif not p.has_default:
             first = next((pools[p.name][t] for t in _TIERS if pools[p.name][t]), [1])
             base[p.name] = first[0]
-    yield _build(params, base, "default")
+    # A second base of telling values (not zero, empty or None) for every parameter at
+    # once: guards such as ``if days <= 0 or balance <= 0: return 0`` are passed only when
+    # all of them are, which varying one parameter of the first base never does.
+    telling = dict(base)
+    for p in params:
+        values = [v for t in _TIERS for v in pools[p.name].get(t, []) if _telling(v)]
+        if values and p.default is _MISSING:
+            telling[p.name] = values[-1] if p.has_default else values[0]
+    bases = [base] if telling == base else [base, telling]
+    for start in bases:
+        yield _build(params, start, "default")
     for tier in ("default", *_TIERS):
         for p in params:
             for value in pools[p.name].get(tier, []):
-                yield _build(params, {**base, p.name: value}, tier)
+                for start in bases:
+                    yield _build(params, {**start, p.name: value}, tier)
+
+
+def _telling(value: Any) -> bool:
+    """Whether a value says something in a test: not zero, empty, None or a boolean."""
+    if isinstance(value, _Expr):
+        return True
+    return value is not None and not isinstance(value, bool) and bool(value)
 
 
 def _build(params: list[_Param], values: dict[str, Any], source: str) -> Candidate:
@@ -387,9 +405,20 @@ def _body_literals(name: str, func: _FuncDef) -> list[Any]:
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
                 keys.append(key.value)
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Dict)
+            and _is_name(node.slice, name)
+        ):
+            keys_seen = [_literal(k) for k in node.value.keys if k is not None]
+            values += [v for v in keys_seen if _is_plain_key(v)]
     if keys:
         values.append(dict.fromkeys(keys, 1))
     return _unique(values)
+
+
+def _is_plain_key(value: Any) -> bool:
+    return value is not _MISSING and isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def _compared(op: ast.cmpop, other: ast.expr, mirrored: bool) -> list[Any]:
@@ -475,12 +504,25 @@ _LIST_NAMES = {"items", "seq", "values", "xs", "lst", "iterable"}
 _STR_NAMES = {"key", "name", "text", "s", "string", "word", "prefix"}
 
 
+_DATE_NAMES = {"date", "day", "when", "issued", "deadline"}
+_DATES = [_Expr("datetime.date(2024, 2, 29)"), _Expr("datetime.date(2023, 12, 31)")]
+_DATETIMES = [_Expr("datetime.datetime(2024, 2, 29, 13, 45)")]
+_AMOUNTS = [_Expr("decimal.Decimal('19.99')")]
+
+
 def _name_values(name: str) -> tuple[list[Any], bool]:
-    """Values guessed from the parameter's name, and whether the name was recognized."""
+    """Values guessed from the parameter's name, and whether the name was recognized: dates
+    and datetimes are written as the expressions that build them."""
+    amount = name.startswith(("price", "amount", "balance", "total")) or name.endswith("_price")
     rules: list[tuple[bool, list[Any]]] = [
+        (name.endswith(("_at", "_time")) or name in ("timestamp", "moment"), _DATETIMES),
+        (name in _DATE_NAMES or name.endswith(("_date", "_on", "_day")), _DATES),
+        (amount, [0, 1000, *_AMOUNTS]),
         (name in ("flag",) or name.startswith("is_") or name.endswith("_enabled"), [True, False]),
         (name.startswith("percent"), [0, 50, 100]),
-        (name.startswith("price") or name.endswith("_cents") or name == "amount", [0, 1000]),
+        (name.endswith("_cents"), [0, 1000]),
+        (name == "year" or name.endswith("_year"), [2024, 1999]),
+        (name == "month" or name.endswith("_month"), [2, 12]),
         (name in _INT_NAMES or name.startswith("num") or name.endswith("_count"), [0, 1, 3]),
         (name in ("path", "filename"), ["example.txt"]),
         (name in ("d", "mapping") or name.startswith("dict"), [{"a": 1}]),

@@ -37,6 +37,7 @@ from remora.operations.characterize._coverage import (
     function_coverage,
     function_span,
 )
+from remora.operations.characterize._mutation import PLUGIN, MutationReport, measure_mutants
 from remora.operations.characterize._testgen import (
     MARKER,
     Behaviour,
@@ -56,6 +57,7 @@ from remora.operations.characterize.inputs import (
 from remora.tools.capabilities.project import is_test_file, module_names, module_tests
 from remora.tools.capabilities.pytest_runner import parse_junit
 from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.ruff import format_text
 from remora.tools.capabilities.store_io import scan_text, store_read, walk_files, write_text
 from remora.tools.isolation import project_sandbox
 from remora.tools.process import import_roots
@@ -103,7 +105,13 @@ def write_characterization_tests(
             f"nothing has been run for {qualname} yet",
             "run the inputs first (propose_inputs)",
         )
-    kept = job.kept()
+    kept = job.candidates()
+    if not kept and job.kept():
+        raise ToolError(
+            "TOOL_705",
+            "every behaviour observed comes from a call the project's tests already make",
+            "propose other argument lists",
+        )
     if not kept:
         problems = sorted({o.verdict for o in job.observations})
         raise ToolError(
@@ -115,7 +123,7 @@ def write_characterization_tests(
     if not tests:
         raise nothing_as_data("no observed behaviour", notes)
     test_path = _test_path(ctx, target)
-    write_text(ctx, test_path, text)
+    write_text(ctx, test_path, format_text(ctx, test_path, text))
     job.test_path, job.tests, job.verified = test_path, tests, None
     written: dict[str, Any] = {"path": test_path, "tests": list(tests), "behaviours": len(tests)}
     return {**written, "left_out": notes} if notes else written
@@ -198,10 +206,12 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
 
 @capability
 def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
-    """Run the generated tests twice with coverage; drop any that fail in either run.
+    """Run the generated tests twice with coverage; drop any that fail in either run; run the
+    survivors against the function's mutants and keep only the tests that add a covered arc
+    or a killed mutant (the most informative first).
 
-    Returns the kept and dropped tests and the function's line and branch coverage from the
-    kept tests alone.
+    Returns the kept and dropped tests, the function's line and branch coverage from the
+    kept tests alone, and their mutation score.
     """
     target = load_target(ctx, path, qualname)
     job = draft(ctx, target.path, qualname)
@@ -216,10 +226,19 @@ def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str)
         outcomes = {}
         text, job.tests, _ = _render(target, survivors)
         if job.tests:
-            write_text(ctx, job.test_path, text)
+            write_text(ctx, job.test_path, format_text(ctx, job.test_path, text))
             outcomes, coverage = _measure(ctx, target, job.test_path, runs=1)
             dropped.update({name: why for name, why in outcomes.items() if why})
-    report = _report(job.test_path, outcomes, dropped, coverage)
+    mutation = None
+    if job.tests and not any(outcomes.values()):
+        mutation = run_mutants(ctx, target, job.test_path)
+        chosen = select_tests(job.tests, mutation)
+        if chosen and len(chosen) < len(job.tests):
+            renamed = _rewrite(ctx, target, job, chosen)
+            mutation = _renamed(mutation, renamed)
+            outcomes, coverage = _measure(ctx, target, job.test_path, runs=1)
+    job.mutation = mutation
+    report = _report(job.test_path, outcomes, dropped, coverage, mutation)
     if not report["kept"]:
         ctx.store.delete(job.test_path)
         job.tests, job.verified = {}, None
@@ -230,6 +249,108 @@ def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str)
         )
     job.verified = (_digest(ctx, job.test_path), report)
     return report
+
+
+def run_mutants(ctx: CapabilityContext, target: Target, test_path: str) -> MutationReport:
+    """The test file against each mutant of the function, in the sandbox."""
+    with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
+
+        def launch(request: Path, plugin: Path) -> str:
+            argv = box.module_argv(
+                "pytest",
+                "-p",
+                PLUGIN,
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--rootdir={box.root}",
+                str(box.root / test_path),
+            )
+            try:
+                result = box.run(
+                    argv,
+                    pythonpath=[*import_roots(box.root), plugin],
+                    timeout=ctx.time_left(ctx.config.subprocess_timeout),
+                    what=f"the mutants of {target.qualname}",
+                    env={"REMORA_MUTANTS": str(request), "PYTHONHASHSEED": "1"},
+                )
+            except ToolError as exc:
+                return exc.message
+            return " | ".join((result.stderr or result.stdout).strip().splitlines()[-2:])
+
+        return measure_mutants(
+            target.source,
+            target.qualname,
+            module_file=box.root / target.path,
+            workdir=box.exchange,
+            launch=launch,
+        )
+
+
+def select_tests(tests: dict[str, Observation], mutation: MutationReport) -> list[str]:
+    """The tests worth keeping, in their order: greedily, the one adding the most arcs of
+    the function not yet run and mutants not yet killed (ties: the most informative
+    values), until none adds anything. Empty when nothing can be told (no arcs, no kills)."""
+    kills = mutation.kills()
+    order = {name: index for index, name in enumerate(tests)}
+    arcs: set[tuple[int, int]] = set()
+    killed: set[int] = set()
+    remaining = dict(tests)
+    chosen: list[str] = []
+
+    def gain(name: str) -> int:
+        own = {(int(a), int(b)) for a, b in remaining[name].arcs}
+        return len(own - arcs) + len(kills.get(name, set()) - killed)
+
+    while remaining:
+        best = max(remaining, key=lambda n: (gain(n), informative(remaining[n]), -order[n]))
+        if gain(best) == 0:
+            break
+        arcs.update((int(a), int(b)) for a, b in remaining[best].arcs)
+        killed.update(kills.get(best, set()))
+        chosen.append(best)
+        del remaining[best]
+    return sorted(chosen, key=order.__getitem__)
+
+
+_TRIVIAL = frozenset({"0", "0.0", "None", "False", "''", '""', "[]", "{}", "()", "set()", "b''"})
+
+
+def informative(observation: Observation) -> int:
+    """How much a test's values say: arguments that are not zero, empty or None, and a
+    result that is not (``bulk_price(3, 99) == 282`` over ``bulk_price(0, 99) == 0``)."""
+    try:
+        call = ast.parse(f"f({observation.case})", mode="eval").body
+    except SyntaxError:
+        return 0
+    assert isinstance(call, ast.Call)
+    values = [*call.args, *(keyword.value for keyword in call.keywords)]
+    score = sum(1 for value in values if ast.unparse(value) not in _TRIVIAL)
+    literal = (observation.returned or {}).get("literal")
+    if observation.raised is None and literal is not None and str(literal) not in _TRIVIAL:
+        score += 2
+    return score
+
+
+def _rewrite(
+    ctx: CapabilityContext, target: Target, job: Draft, chosen: list[str]
+) -> dict[str, str]:
+    """Write the file again with the ``chosen`` tests only; their old names to their new."""
+    text, tests, _ = _render(target, [job.tests[name] for name in chosen])
+    write_text(ctx, job.test_path or "", format_text(ctx, job.test_path or "", text))
+    job.tests = tests
+    return dict(zip(chosen, tests, strict=True))
+
+
+def _renamed(mutation: MutationReport, renamed: dict[str, str]) -> MutationReport:
+    """The mutation report with its tests' new names (tests left out no longer kill)."""
+    mutants = [
+        mutant.model_copy(
+            update={"killed_by": [renamed[t] for t in mutant.killed_by if t in renamed]}
+        )
+        for mutant in mutation.mutants
+    ]
+    return mutation.model_copy(update={"mutants": mutants})
 
 
 def verified_report(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any] | None:
@@ -310,8 +431,14 @@ def _report(
     outcomes: dict[str, str],
     dropped: dict[str, str],
     coverage: FunctionCoverage,
+    mutation: MutationReport | None = None,
 ) -> dict[str, Any]:
+    score = mutation.score if mutation is not None else None
     return {
+        "mutation_score": round(score, 4) if score is not None else None,
+        "mutants_killed": mutation.killed if mutation is not None else None,
+        "mutants_measured": mutation.measured if mutation is not None else None,
+        "mutation_summary": mutation.summary() if mutation is not None else "",
         "path": test_path,
         "kept": [name for name, why in outcomes.items() if not why],
         "dropped": [{"test": name, "reason": why} for name, why in dropped.items()],

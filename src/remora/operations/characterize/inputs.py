@@ -38,6 +38,7 @@ from remora.tools.capabilities.call import CHILD
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.signature import describe, method_kind, resolve
 from remora.tools.capabilities.store_io import read_text, scan_text, walk_files
+from remora.tools.interpreter import remoras_packages
 from remora.tools.isolation import Sandbox, project_sandbox
 from remora.tools.process import import_roots
 
@@ -45,6 +46,11 @@ HOST_LIMIT = 12
 MODEL_LIMIT = 8
 CASE_TIMEOUT = 2.0
 ITEMS_LIMIT = 20
+TRAVEL_TO = 1942140600.0
+"""The wall clock of every case's second run: 2031-07-18 11:30 UTC, another year, month, day
+and weekday than any day a user runs Remora on for years, so a result that depends on the date
+differs between the runs and is not pinned."""
+MAX_CANDIDATE_TESTS = 24
 _RELAUNCHES = 4
 _CALL_SITE_FILES = 200
 MISUSE = ("TypeError", "AttributeError")
@@ -95,6 +101,10 @@ class Draft:
     verified: tuple[str, dict[str, Any]] | None = None
     fixture_report: dict[str, Any] | None = None
     host: tuple[str, list[tuple[Case, str, str | None]]] | None = None
+    clock_unmoved: str = ""
+    """Why the second runs could not move the wall clock, when they could not."""
+    mutation: Any = None
+    """The last mutation run of the tests (a ``MutationReport``), for the model's evidence."""
 
     def kept(self) -> list[Observation]:
         """The first kept observation of each distinct behaviour, most trusted source first."""
@@ -106,6 +116,21 @@ class Draft:
                 seen.add(key)
                 distinct.append(observation)
         return distinct
+
+    def candidates(self, limit: int = MAX_CANDIDATE_TESTS) -> list[Observation]:
+        """Every kept observation of a distinct call, up to ``limit``: the first of each
+        behaviour first, then the others in the order they ran; calls taken from the
+        project's tests are left out (a test of them would repeat one). A test is written
+        for each; the mutants then decide which ones earn their place."""
+        first = [o for o in self.kept() if o.source != "test"]
+        calls = {(o.case, o.receiver) for o in first}
+        others = []
+        for observation in self.observations:
+            key = (observation.case, observation.receiver)
+            if observation.verdict == "kept" and observation.source != "test" and key not in calls:
+                calls.add(key)
+                others.append(observation)
+        return (first + others)[:limit]
 
 
 def left_out(observation: Observation, reason: str) -> dict[str, str]:
@@ -396,7 +421,9 @@ def run_cases(
         first = _run_all(ctx, box, target, cases, [span.first, span.last], seed="1")
         again = [c for c in cases if "returned" in first.get(c["id"], {})]
         again += [c for c in cases if "raised" in first.get(c["id"], {})]
-        second = _run_all(ctx, box, target, again, [span.first, span.last], seed="2")
+        second = _run_all(
+            ctx, box, target, again, [span.first, span.last], seed="2", travel=TRAVEL_TO
+        )
     return [
         _judge(case, source, receiver, first.get(index), second.get(index))
         for index, (case, source, receiver) in enumerate(planned)
@@ -410,8 +437,11 @@ def _run_all(
     cases: list[dict[str, Any]],
     span: list[int],
     seed: str,
+    travel: float | None = None,
 ) -> dict[int, dict[str, Any]]:
-    """Records by case id; a case during which the process died is recorded as crashed."""
+    """Records by case id; a case during which the process died is recorded as crashed.
+    With ``travel``, the wall clock reads that moment (a POSIX timestamp) in the child."""
+    lend = remoras_packages() if box.python.shares_remoras_packages else []
     records: dict[int, dict[str, Any]] = {}
     pending = list(cases)
     for launch in range(_RELAUNCHES + 1):
@@ -433,6 +463,8 @@ def _run_all(
                     "cwd": str(box.exchange / f"cwd-{seed}-{launch}"),
                     "case_timeout": CASE_TIMEOUT,
                     "items_limit": ITEMS_LIMIT,
+                    "travel": travel,
+                    "lend": lend,
                 }
             ),
             encoding="utf-8",
@@ -455,6 +487,10 @@ def _run_all(
         lines = results.read_text(encoding="utf-8").splitlines() if results.is_file() else []
         for line in lines:
             record = json.loads(line)
+            if "travel_unavailable" in record:
+                job = draft(ctx, target.path, target.qualname)
+                job.clock_unmoved = str(record["travel_unavailable"])
+                continue
             if "error" in record:
                 raise ToolError(
                     "TOOL_106",
@@ -518,7 +554,7 @@ def _judge(
             **base,
             **seen,
             verdict="nondeterministic",
-            reason="two runs gave different results",
+            reason="two runs gave different results (another hash seed and another date)",
         )
     return Observation(**base, **seen, verdict="kept")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from remora import pyast
+from remora.operations.characterize._mutation import MutantOutcome, MutationReport
 from remora.operations.characterize.characterization import (
     characterization_result,
     verified_report,
@@ -27,14 +28,17 @@ from remora.tools.capabilities.registry import CapabilityContext, capability
 
 MAX_SHOWN_LINES = 60
 """At most this many source lines are shown; a longer function is shown around its gaps."""
+MAX_SHOWN_MUTANTS = 8
+"""At most this many surviving mutants are shown."""
 
 
 @capability
 def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
     """What the tests verified so far leave out, for the model: ``text`` is the function's
-    numbered source with each line never run and each branch never taken marked;
-    ``complete`` when nothing is left; ``grew`` whether coverage grew since the last call
-    in this job (true the first time)."""
+    numbered source with each line never run and each branch never taken marked, then the
+    mutants no test kills, each line as it is and as mutated; ``complete`` when nothing is
+    left; ``grew`` whether what the tests reach (lines, branches, killed mutants) grew since
+    the last call in this job (true the first time)."""
     report = verified_report(ctx, path, qualname)
     target = load_target(ctx, path, qualname)
     if report is None:
@@ -44,20 +48,44 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     exits: dict[int, list[int]] = {}
     for start, end in coverage.get("missing_branches", []):
         exits.setdefault(int(start), []).append(int(end))
-    reached = coverage["lines_covered"] + coverage["branches_covered"]
+    mutation = draft(ctx, target.path, qualname).mutation
+    survivors = mutation.survivors() if isinstance(mutation, MutationReport) else []
+    reached = (
+        coverage["lines_covered"] + coverage["branches_covered"] + (report["mutants_killed"] or 0)
+    )
     seen: dict[tuple[str, str], int] = ctx.state.setdefault(f"{__name__}.reached", {})
     key = (target.path, qualname)
     grew = key not in seen or reached > seen[key]
     seen[key] = reached
-    complete = not missing and not exits
-    marked = _marked_source(target.source, qualname, missing, exits)
+    complete = not missing and not exits and not survivors
     text = (
         f"The host's argument lists ran; {len(report['kept'])} test(s) pass twice: "
-        f"{report['coverage_summary']}."
+        f"{report['coverage_summary']}"
+        + (f"; {report['mutation_summary']}" if report.get("mutation_summary") else "")
+        + "."
     )
-    if not complete:
+    if missing or exits:
+        marked = _marked_source(target.source, qualname, missing, exits)
         text += " Lines never run and branches never taken are marked:\n" + marked
+    if survivors:
+        text += "\n" + surviving_mutants_text(target.source, survivors)
     return {"complete": complete, "grew": grew, "text": text}
+
+
+def surviving_mutants_text(source: str, survivors: list[MutantOutcome]) -> str:
+    """The mutants no test kills, for the model: each line as it is, and the change that no
+    test notices there; at most :data:`MAX_SHOWN_MUTANTS`."""
+    lines = source.splitlines()
+    shown = [
+        "Mutants no test notices (each is the function with one change; a test whose result "
+        "would differ under the change is wanted):"
+    ]
+    for mutant in survivors[:MAX_SHOWN_MUTANTS]:
+        text = lines[mutant.line - 1].strip() if 0 < mutant.line <= len(lines) else ""
+        shown.append(f"  line {mutant.line}: {text}    <- {mutant.change}")
+    if len(survivors) > MAX_SHOWN_MUTANTS:
+        shown.append(f"  ... and {len(survivors) - MAX_SHOWN_MUTANTS} more")
+    return "\n".join(shown)
 
 
 @capability
@@ -93,10 +121,13 @@ def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, 
     if not report["ok"]:
         return {"status": "failed", "summary": report["reason"], "details": {}}
     coverage = report["coverage"]
+    unmoved = draft(ctx, load_target(ctx, path, qualname).path, qualname).clock_unmoved
     return {
         "status": "success",
         "summary": f"{len(report['kept'])} characterization test(s) in {report['path']} "
-        f"pass twice; {report['coverage_summary']}",
+        f"pass twice; {report['coverage_summary']}"
+        + (f"; {report['mutation_summary']}" if report.get("mutation_summary") else "")
+        + (f" (not checked on another date: {unmoved})" if unmoved else ""),
         "details": {
             "test_file": report["path"],
             "tests": report["kept"],
@@ -107,6 +138,9 @@ def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, 
             "branches_total": coverage["branches_total"],
             "line_rate": report["line_rate"],
             "branch_rate": report["branch_rate"],
+            "mutation_score": report.get("mutation_score"),
+            "mutants_killed": report.get("mutants_killed"),
+            "mutants_measured": report.get("mutants_measured"),
         },
     }
 

@@ -371,6 +371,10 @@ def observe(request: dict[str, Any], result_path: Path) -> None:
 
     signal.signal(signal.SIGALRM, on_alarm)
     with result_path.open("a", encoding="utf-8") as out:
+        if request.get("travel") is not None:
+            unavailable = travel(float(request["travel"]), request.get("lend", []))
+            if unavailable:
+                out.write(json.dumps({"travel_unavailable": unavailable}) + "\n")
         try:
             module = load_module(file, roots)
             owner = request["qualname"].rsplit(".", 1)[0] if request.get("method") else None
@@ -387,6 +391,22 @@ def observe(request: dict[str, Any], result_path: Path) -> None:
             record = observe_case(case, target, module, names, request)
             out.write(json.dumps(record) + "\n")
             out.flush()
+
+
+def travel(timestamp: float, lend: list[str]) -> str:
+    """Move the wall clock (``time.time``, ``datetime.now``, ``date.today``...) to
+    ``timestamp`` for the rest of the process, with time-machine, from the project's
+    packages or else from ``lend`` (Remora's, for the same Python version); why not, if not."""
+    try:
+        import time_machine
+    except ImportError:
+        sys.path.extend(lend)
+        try:
+            import time_machine
+        except ImportError as exc:
+            return f"time-machine cannot be imported: {exc}"
+    time_machine.travel(timestamp, tick=True).start()
+    return ""
 
 
 def main(argv: list[str]) -> int:

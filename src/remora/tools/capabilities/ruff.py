@@ -336,3 +336,23 @@ def apply_edits(text: str, items: list[dict[str, Any]]) -> tuple[str, int]:
     for edit in sorted(chosen, key=lambda e: (e.start, e.end), reverse=True):
         text = text[: edit.start] + edit.new + text[edit.end :]
     return text, count
+
+
+def format_text(ctx: CapabilityContext, path: str, text: str) -> str:
+    """``text`` as ``ruff format`` writes it at ``path`` under the project's configuration
+    (line length, quotes, ...); ``text`` unchanged when ruff cannot format it (formatting is
+    never a reason to lose what was written)."""
+    with materialize(ctx) as view, tempfile.TemporaryDirectory() as home:
+        try:
+            result = run_command(
+                [*ruff_command(), "format", "--no-cache", "--stdin-filename", str(view / path)],
+                cwd=view,
+                env=scrubbed_env(Path(home)),
+                timeout=ctx.time_left(ctx.config.subprocess_timeout),
+                what="ruff format",
+                input_data=text.encode("utf-8"),
+                output_limit=8_000_000,
+            )
+        except ToolError:
+            return text
+    return result.stdout if result.returncode == 0 and result.stdout.strip() else text
