@@ -120,15 +120,21 @@ def test_remora_keeps_tests_that_pass_here_and_cover_the_functions(tested: Evalu
     assert remora.kind == "remora" and remora.error is None
     values = remora.values
     assert values["functions_tested"] == 3
-    assert isinstance(values["tests"], int) and values["tests"] >= 6
+    assert isinstance(values["tests"], int) and values["tests"] >= 3  # those that add something
     assert values["flaky_dropped"] == 0 and values["pass_rate"] == 1.0
-    assert values["line_coverage"] == 1.0 and values["branch_coverage"] == 1.0
+    # Not 1.0 since the tests no longer repeat calls the project's own tests make (issue 31):
+    # the file alone is measured here.
+    assert values["line_coverage"] == 1.0 and values["branch_coverage"] >= 0.8
     assert values["failing_files"] == 0 and values["not_importable"] == 0
     scale = _detail(report, "shapes/geometry.py::scale", REMORA)
     assert scale["status"] == "success" and scale["test_file"] == "tests/test_geometry_scale.py"
     assert scale["run"]["runs"] == 2 and scale["run"]["failed"] == 0
     assert scale["run"]["passed"] == 2 * len(scale["tests"])
     assert scale["run"]["line_rate"] == scale["agent_line_rate"] == 1.0
+    assert scale["mutation"]["measured"] > 0 and scale["mutation"]["error"] is None
+    assert values["mutation_score"] == pytest.approx(
+        sum(_detail(report, t, REMORA)["mutation"]["score"] for t in report.selection) / 3
+    )
     figures = {item.variant: item for item in report.remora}
     assert set(figures) == {REMORA, HOST_ONLY}
     assert figures[REMORA].jobs == 3 and figures[REMORA].statuses == {"success": 3}
@@ -161,6 +167,9 @@ def test_hypothesis_files_that_fail_or_do_not_import_count_as_zero(tested: Evalu
     assert values["branch_coverage"] == pytest.approx(0.5 / 3)
 
     area = _detail(report, "shapes/geometry.py::area", GHOSTWRITER)
+    # only area's file counts; the failing and the unimportable ones score 0
+    assert area["mutation"]["measured"] > 0
+    assert values["mutation_score"] == pytest.approx(area["mutation"]["score"] / 3)
     assert area["zero_reason"] is None and (area["line_rate"], area["branch_rate"]) == (1.0, 0.5)
     scale = _detail(report, "shapes/geometry.py::scale", GHOSTWRITER)
     assert scale["zero_reason"] == TESTS_FAILED and "Unsatisfiable" in scale["error"]

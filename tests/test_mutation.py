@@ -149,8 +149,9 @@ def _observation(case: str, literal: str, arcs: list[tuple[int, int]]) -> Observ
 
 
 def test_selection_keeps_tests_that_add_arcs_or_kills_most_telling_first() -> None:
-    """``bulk_price(0, 99) == 0`` and ``(3, 99) == 297`` take the same path; the second
-    kills more mutants and says more, so the first is left out."""
+    """``bulk_price(0, 99) == 0`` and ``(3, 99) == 297`` behave alike (same path, same
+    kind of result); the second kills more mutants and says more, so the first is left
+    out; ``(10, 100)`` takes another path and stays."""
     tests = {
         "test_a": _observation("0, 99", "0", [(3, 4), (4, 6)]),
         "test_b": _observation("3, 99", "297", [(3, 4), (4, 6)]),

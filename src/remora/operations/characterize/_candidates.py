@@ -507,7 +507,6 @@ _STR_NAMES = {"key", "name", "text", "s", "string", "word", "prefix"}
 _DATE_NAMES = {"date", "day", "when", "issued", "deadline"}
 _DATES = [_Expr("datetime.date(2024, 2, 29)"), _Expr("datetime.date(2023, 12, 31)")]
 _DATETIMES = [_Expr("datetime.datetime(2024, 2, 29, 13, 45)")]
-_AMOUNTS = [_Expr("decimal.Decimal('19.99')")]
 
 
 def _name_values(name: str) -> tuple[list[Any], bool]:
@@ -517,7 +516,7 @@ def _name_values(name: str) -> tuple[list[Any], bool]:
     rules: list[tuple[bool, list[Any]]] = [
         (name.endswith(("_at", "_time")) or name in ("timestamp", "moment"), _DATETIMES),
         (name in _DATE_NAMES or name.endswith(("_date", "_on", "_day")), _DATES),
-        (amount, [0, 1000, *_AMOUNTS]),
+        (amount, [0, 1000]),
         (name in ("flag",) or name.startswith("is_") or name.endswith("_enabled"), [True, False]),
         (name.startswith("percent"), [0, 50, 100]),
         (name.endswith("_cents"), [0, 1000]),

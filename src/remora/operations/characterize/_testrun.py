@@ -27,8 +27,11 @@ from remora.evaluation.commands import CommandResult, run_command
 from remora.evaluation.functions import FunctionRef
 from remora.evaluation.package import Project
 from remora.operations.characterize._coverage import file_entry, function_coverage, function_span
+from remora.operations.characterize._mutation import PLUGIN, MutationReport, measure_mutants
 
 RERUN_SEEDS = ("11", "12")
+MUTANT_TEST_TIMEOUT = 10.0
+"""A test of a mutant is stopped after this long (property-based tests run many examples)."""
 NOT_IMPORTABLE = "not importable"
 TESTS_FAILED = "tests failed"
 _PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
@@ -187,3 +190,55 @@ def _pytest_error(result: CommandResult) -> str:
     lines = [line.strip() for line in f"{result.stdout}\n{result.stderr}".splitlines()]
     found = next((line for line in lines if line.startswith(("FAILED ", "ERROR "))), None)
     return (found or result.tail(1))[:300]
+
+
+_BOOT = (
+    "import sys; sys.path.append(sys.argv.pop(1)); import pytest; raise SystemExit(pytest.main())"
+)
+"""Runs pytest with the mutation plugin's directory importable (its path is argv[1])."""
+
+
+def mutation_of_file(
+    project: Project,
+    test_file: Path,
+    function: FunctionRef,
+    scratch: Path,
+    *,
+    cwd: Path,
+    timeout: float,
+    pytest_args: Sequence[str] = (),
+) -> MutationReport:
+    """The mutation score of ``function`` under ``test_file``, run as :func:`run_test_file`
+    runs it (``cwd``, ``pytest_args``); reports in ``scratch``. Never raises."""
+    source_path = project.root / function.path
+    try:
+        source = source_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return MutationReport(error=str(exc))
+    scratch.mkdir(parents=True, exist_ok=True)
+    deadline = time.perf_counter() + timeout
+
+    def launch(request: Path, plugin: Path) -> str:
+        argv = [sys.executable, "-c", _BOOT, str(plugin), *_PYTEST[2:], "-p", PLUGIN]
+        result = project.run(
+            [*argv, *pytest_args, str(test_file)],
+            _left(deadline),
+            cwd=cwd,
+            within=[scratch, test_file.parent],
+            env={
+                "REMORA_MUTANTS": str(request),
+                "PYTHONHASHSEED": RERUN_SEEDS[0],
+                "HYPOTHESIS_STORAGE_DIRECTORY": str(scratch / ".hypothesis"),
+            },
+            what=f"the mutants of {function.name}",
+        )
+        return result.tail(1)
+
+    return measure_mutants(
+        source,
+        function.name,
+        module_file=source_path.resolve(),
+        workdir=scratch,
+        launch=launch,
+        test_timeout=MUTANT_TEST_TIMEOUT,
+    )

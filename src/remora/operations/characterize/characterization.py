@@ -288,28 +288,28 @@ def run_mutants(ctx: CapabilityContext, target: Target, test_path: str) -> Mutat
 
 
 def select_tests(tests: dict[str, Observation], mutation: MutationReport) -> list[str]:
-    """The tests worth keeping, in their order: greedily, the one adding the most arcs of
-    the function not yet run and mutants not yet killed (ties: the most informative
-    values), until none adds anything. Empty when nothing can be told (no arcs, no kills)."""
+    """The tests worth keeping, in their order: one for each behaviour observed (outcome and
+    path taken), the one that kills most mutants and has the most telling values; then, one
+    at a time, any other test that kills a mutant none kept kills yet."""
     kills = mutation.kills()
     order = {name: index for index, name in enumerate(tests)}
-    arcs: set[tuple[int, int]] = set()
-    killed: set[int] = set()
-    remaining = dict(tests)
-    chosen: list[str] = []
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for name, observation in tests.items():
+        groups.setdefault(observation.behaviour(), []).append(name)
 
-    def gain(name: str) -> int:
-        own = {(int(a), int(b)) for a, b in remaining[name].arcs}
-        return len(own - arcs) + len(kills.get(name, set()) - killed)
+    def strength(name: str) -> tuple[int, int, int]:
+        return (len(kills.get(name, set())), informative(tests[name]), -order[name])
 
+    chosen = [max(names, key=strength) for names in groups.values()]
+    killed = set().union(*(kills.get(name, set()) for name in chosen))
+    remaining = [name for name in tests if name not in chosen]
     while remaining:
-        best = max(remaining, key=lambda n: (gain(n), informative(remaining[n]), -order[n]))
-        if gain(best) == 0:
+        best = max(remaining, key=lambda n: (len(kills.get(n, set()) - killed), strength(n)))
+        if not kills.get(best, set()) - killed:
             break
-        arcs.update((int(a), int(b)) for a, b in remaining[best].arcs)
-        killed.update(kills.get(best, set()))
+        killed |= kills[best]
         chosen.append(best)
-        del remaining[best]
+        remaining.remove(best)
     return sorted(chosen, key=order.__getitem__)
 
 

@@ -338,7 +338,8 @@ def observe_case(
 
 
 def make_tracer(file: str, span: list[int], arcs: set[tuple[int, int]]) -> Any:
-    """A ``sys.settrace`` function recording the arcs (line to line) run in ``span`` of ``file``."""
+    """A ``sys.settrace`` function recording the arcs (line to line) run in ``span`` of
+    ``file``; leaving the function from a line is the arc from it to -1."""
     first, last = span
 
     def local(frame: types.FrameType, event: str, arg: Any) -> Any:
@@ -349,6 +350,10 @@ def make_tracer(file: str, span: list[int], arcs: set[tuple[int, int]]) -> Any:
                 if previous is not None:
                     arcs.add((previous, line))
                 previous_line[id(frame)] = line
+        elif event == "return":
+            previous = previous_line.pop(id(frame), None)
+            if previous is not None:
+                arcs.add((previous, -1))  # where it left: an exit branch of its own
         return local
 
     previous_line: dict[int, int] = {}
