@@ -22,6 +22,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Collection
 from types import CodeType, FunctionType
 from typing import Any
 
@@ -100,7 +101,7 @@ def pytest_runtestloop(session: Any) -> bool | None:
 def _run_tests(
     items: list[Any],
     timeout: float,
-    skip: set[str] = frozenset(),  # type: ignore[assignment]
+    skip: Collection[str] = (),
 ) -> tuple[set[str], set[str]]:
     """Run each test once; the names of those that failed, and of those that timed out."""
     from _pytest.runner import runtestprotocol

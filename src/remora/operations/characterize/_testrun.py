@@ -34,7 +34,8 @@ MUTANT_TEST_TIMEOUT = 10.0
 """A test of a mutant is stopped after this long (property-based tests run many examples)."""
 NOT_IMPORTABLE = "not importable"
 TESTS_FAILED = "tests failed"
-_PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
+_PYTEST_OPTIONS = ("-q", "-p", "no:cacheprovider")
+_PYTEST = ("-m", "pytest", *_PYTEST_OPTIONS)
 _CANNOT_RUN = {3: "pytest internal error", 4: "pytest usage error"}
 
 
@@ -219,7 +220,7 @@ def mutation_of_file(
     deadline = time.perf_counter() + timeout
 
     def launch(request: Path, plugin: Path) -> str:
-        argv = [sys.executable, "-c", _BOOT, str(plugin), *_PYTEST[2:], "-p", PLUGIN]
+        argv = [sys.executable, "-c", _BOOT, str(plugin), *_PYTEST_OPTIONS, "-p", PLUGIN]
         result = project.run(
             [*argv, *pytest_args, str(test_file)],
             _left(deadline),

@@ -207,8 +207,7 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
 @capability
 def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
     """Run the generated tests twice with coverage; drop any that fail in either run; run the
-    survivors against the function's mutants and keep only the tests that add a covered arc
-    or a killed mutant (the most informative first).
+    survivors against the function's mutants and keep the tests :func:`select_tests` keeps.
 
     Returns the kept and dropped tests, the function's line and branch coverage from the
     kept tests alone, and their mutation score.
@@ -222,12 +221,13 @@ def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str)
     failing = {name: why for name, why in outcomes.items() if why}
     if failing:
         dropped.update(failing)
-        survivors = [o for name, o in job.tests.items() if name not in failing]
+        survivors = [name for name in job.tests if name not in failing]
         outcomes = {}
-        text, job.tests, _ = _render(target, survivors)
-        if job.tests:
-            write_text(ctx, job.test_path, format_text(ctx, job.test_path, text))
+        if survivors:
+            _rewrite(ctx, target, job, survivors)
             outcomes, coverage = _measure(ctx, target, job.test_path, runs=1)
+        else:
+            job.tests = {}
             dropped.update({name: why for name, why in outcomes.items() if why})
     mutation = None
     if job.tests and not any(outcomes.values()):
@@ -335,7 +335,8 @@ def informative(observation: Observation) -> int:
 def _rewrite(
     ctx: CapabilityContext, target: Target, job: Draft, chosen: list[str]
 ) -> dict[str, str]:
-    """Write the file again with the ``chosen`` tests only; their old names to their new."""
+    """Write the file again, formatted, with the ``chosen`` tests only (at least one); their
+    old names to their new."""
     text, tests, _ = _render(target, [job.tests[name] for name in chosen])
     write_text(ctx, job.test_path or "", format_text(ctx, job.test_path or "", text))
     job.tests = tests

@@ -34,6 +34,7 @@ from remora.operations.characterize._arguments import (
 )
 from remora.operations.characterize._candidates import candidate_inputs
 from remora.operations.characterize._coverage import function_span
+from remora.operations.characterize._mutation import MutationReport
 from remora.tools.capabilities.call import CHILD
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.signature import describe, method_kind, resolve
@@ -103,8 +104,8 @@ class Draft:
     host: tuple[str, list[tuple[Case, str, str | None]]] | None = None
     clock_unmoved: str = ""
     """Why the second runs could not move the wall clock, when they could not."""
-    mutation: Any = None
-    """The last mutation run of the tests (a ``MutationReport``), for the model's evidence."""
+    mutation: MutationReport | None = None
+    """The last mutation run of the tests, for the model's evidence."""
 
     def kept(self) -> list[Observation]:
         """The first kept observation of each distinct behaviour, most trusted source first."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from remora import pyast
-from remora.operations.characterize._mutation import MutantOutcome, MutationReport
+from remora.operations.characterize._mutation import MutantOutcome
 from remora.operations.characterize.characterization import (
     characterization_result,
     verified_report,
@@ -49,7 +49,7 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     for start, end in coverage.get("missing_branches", []):
         exits.setdefault(int(start), []).append(int(end))
     mutation = draft(ctx, target.path, qualname).mutation
-    survivors = mutation.survivors() if isinstance(mutation, MutationReport) else []
+    survivors = mutation.survivors() if mutation is not None else []
     reached = (
         coverage["lines_covered"] + coverage["branches_covered"] + (report["mutants_killed"] or 0)
     )
