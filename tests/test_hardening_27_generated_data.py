@@ -310,9 +310,9 @@ def test_ordinary_cases_round_trip_into_passing_tests_and_fixtures(tmp_path: Pat
     assert "import datetime\n" in text and "from pkg.mod import Point, echo\n" in text
     for line in (
         "assert echo(1) == 1",
-        "assert echo('a') == 'a'",
+        'assert echo("a") == "a"',
         "assert echo([1, 2]) == [1, 2]",
-        "assert echo({'a': [1]}) == {'a': [1]}",
+        'assert echo({"a": [1]}) == {"a": [1]}',
         "assert echo(Point(1, 2)) == Point(x=1, y=2)",
         "assert echo(datetime.date(2024, 1, 2)) == datetime.date(2024, 1, 2)",
     ):
