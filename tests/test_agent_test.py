@@ -85,10 +85,10 @@ def test_the_ideal_sequence_writes_tests_that_pass_twice_with_full_coverage(
     )
     assert outcome.result.status == "success", outcome.result
     details = outcome.result.details
-    assert details["test_file"] == "tests/test_helpers_clamp.py"
+    assert details["test_file"] == "tests/test_helpers.py"
     assert (details["line_rate"], details["branch_rate"]) == (1.0, 1.0)
     assert details["lines_total"] == 7 and details["branches_total"] == 6
-    text = outcome.changed["tests/test_helpers_clamp.py"]
+    text = outcome.changed["tests/test_helpers.py"]
     pattern = 'match="^low\\\\ must\\\\ not\\\\ exceed\\\\ high$"'
     assert f"with pytest.raises(ValueError, {pattern}):" in text
     assert "assert clamp(-3, 0, 10) == 0" in text
@@ -104,7 +104,7 @@ def test_a_crashing_input_is_left_out_and_the_job_goes_on(project: Path) -> None
         project, "test", "helpers.py", ideal(["13", "4"]), qualname="risky", options=MODEL
     )
     assert outcome.result.status == "success", outcome.result
-    text = outcome.changed["tests/test_helpers_risky.py"]
+    text = outcome.changed["tests/test_helpers.py"]
     assert "risky(13)" not in text
     assert "assert risky(" in text
     assert run_generated(project, outcome).returncode == 0
@@ -132,10 +132,7 @@ def test_model_proposals_add_behaviours_and_the_ablation_switch_leaves_them_out(
         project, "test", "helpers.py", script, qualname="parse_flag", options=MODEL
     )
     assert with_model.result.status == "success", with_model.result
-    assert (
-        'parse_flag("--verbose") == "verbose"'
-        in with_model.changed["tests/test_helpers_parse_flag.py"]
-    )
+    assert 'parse_flag("--verbose") == "verbose"' in with_model.changed["tests/test_helpers.py"]
     assert with_model.result.details["line_rate"] == 1.0
     host_only = run_operation(
         project,
@@ -146,7 +143,7 @@ def test_model_proposals_add_behaviours_and_the_ablation_switch_leaves_them_out(
         options={"model_inputs": False},
     )
     assert host_only.result.status == "success", host_only.result
-    assert "--verbose" not in host_only.changed["tests/test_helpers_parse_flag.py"]
+    assert "--verbose" not in host_only.changed["tests/test_helpers.py"]
     assert host_only.result.details["line_rate"] < 1.0
 
 
@@ -155,7 +152,7 @@ def test_by_default_the_host_writes_the_tests_without_the_model(project: Path) -
     assert outcome.model_calls == 0
     assert outcome.result.status == "success", outcome.result
     assert outcome.result.details["host_only"] is True
-    assert "--x" not in outcome.changed["tests/test_helpers_parse_flag.py"]
+    assert "--x" not in outcome.changed["tests/test_helpers.py"]
     assert run_generated(project, outcome).returncode == 0
 
 
@@ -211,7 +208,7 @@ def test_write_test_file_is_offered_only_when_the_option_asks_for_it(project: Pa
     assert "write_test_file" in larger.offered_tools
     assert larger.result.status == "success", larger.result
     assert larger.tools.errors == 1  # the file with a failing test was not kept
-    assert larger.changed["tests/test_helpers_clamp.py"] == fixed
+    assert larger.changed["tests/test_helpers.py"] == fixed
 
 
 WHEN = """from datetime import date
@@ -231,7 +228,7 @@ def test_a_standard_class_the_module_imports_by_name_is_written_as_the_module_na
     project = write_tree(tmp_path / "proj", {"when.py": WHEN, "tests/conftest.py": ""})
     outcome = run_operation(project, "test", "when.py", [], qualname="first_of")
     assert outcome.result.status == "success", outcome.result
-    text = outcome.changed["tests/test_when_first_of.py"]
+    text = outcome.changed["tests/test_when.py"]
     assert "from when import date, first_of" in text
     assert "first_of(2024, 2) == date(2024, 2, 1)" in text  # the telling base: not 1, 1
     assert run_generated(project, outcome).returncode == 0

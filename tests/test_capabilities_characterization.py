@@ -71,7 +71,7 @@ def test_wrong():
     assert grade(3) == "big"
 """
 
-GENERATED = "tests/test_mod_grade.py"
+GENERATED = "tests/test_mod_remora.py"  # beside the project's own tests/test_mod.py
 
 
 @pytest.fixture
@@ -148,15 +148,16 @@ def test_failing_test_is_dropped_and_the_file_re_rendered(ctx: CapabilityContext
     propose_cases(ctx, "pkg/mod.py", "grade", ["500"])
     observe_cases(ctx, "pkg/mod.py", "grade")
     written = write_characterization_tests(ctx, "pkg/mod.py", "grade")
-    injected = read(ctx, GENERATED) + "\n\ndef test_injected():\n    assert grade(1) == 'big'\n"
-    ctx.store.write(GENERATED, injected.encode())
+    big = 'assert grade(500) == "big"'
+    broken = read(ctx, GENERATED).replace(big, 'assert grade(500) == "bigger"')
+    ctx.store.write(GENERATED, broken.encode())
     report = run_characterization_tests(ctx, "pkg/mod.py", "grade")
-    assert [d["test"] for d in report["dropped"]] == ["test_injected"]
+    assert [d["test"] for d in report["dropped"]] == ["test_grade_returns_big"]
     assert report["dropped"][0]["reason"].startswith("failed:")
     assert report["dropped"][0]["reason"].endswith("(run 1)")
-    assert set(report["kept"]) < set(written["tests"])  # one "small" test adds nothing
-    assert "test_injected" not in read(ctx, GENERATED)
-    assert report["coverage"]["lines_covered"] == 4
+    assert set(report["kept"]) < set(written["tests"])
+    assert "bigger" not in read(ctx, GENERATED) and big not in read(ctx, GENERATED)
+    assert report["coverage"]["lines_covered"] == 3
 
 
 def test_state_shared_between_cases_cannot_keep_a_failing_test(ctx: CapabilityContext) -> None:
@@ -238,20 +239,26 @@ def test_result_without_usable_behaviour_is_a_reason(ctx: CapabilityContext) -> 
 
 
 def test_a_foreign_file_at_the_path_is_not_replaced(tmp_path: Path) -> None:
-    """A same-named test file Remora did not write is left alone; ``_remora.py`` is used."""
+    """Same-named test files Remora did not write are left alone: the project's own
+    ``test_mod.py`` and a ``test_mod_remora.py`` of its own; ``_remora_2.py`` is used."""
     foreign = "def test_mine():\n    assert True\n"
     root = write_tree(
         tmp_path / "proj",
-        {"pkg/__init__.py": "", "pkg/mod.py": MODULE, GENERATED: foreign},
+        {
+            "pkg/__init__.py": "",
+            "pkg/mod.py": MODULE,
+            "tests/test_mod.py": PROJECT_TESTS,
+            GENERATED: foreign,
+        },
     )
     ctx = capability_context(root, {"workspace_id": str(tmp_path)})
     observe_cases(ctx, "pkg/mod.py", "grade")
     written = write_characterization_tests(ctx, "pkg/mod.py", "grade")
-    assert written["path"] == "tests/test_mod_grade_remora.py"
-    assert read(ctx, GENERATED) == foreign
-    assert ctx.store.changed_paths() == ["tests/test_mod_grade_remora.py"]
+    assert written["path"] == "tests/test_mod_remora_2.py"
+    assert read(ctx, GENERATED) == foreign and read(ctx, "tests/test_mod.py") == PROJECT_TESTS
+    assert ctx.store.changed_paths() == ["tests/test_mod_remora_2.py"]
     again = write_characterization_tests(ctx, "pkg/mod.py", "grade")
-    assert again["path"] == "tests/test_mod_grade_remora.py"
+    assert again["path"] == "tests/test_mod_remora_2.py"
 
 
 def test_existing_tests_lists_project_tests_that_use_the_function(
@@ -282,3 +289,41 @@ def test_the_model_is_shown_the_mutants_no_test_notices(ctx: CapabilityContext) 
     assert '   7         word = "big"  # never run' in text
     assert "  line 6: if n > LIMIT:    <- '>' to '>='" in text
     assert coverage_evidence(ctx, "pkg/mod.py", "grade")["grew"] is False
+
+
+def test_the_functions_of_one_module_share_one_test_module(tmp_path: Path) -> None:
+    """A job whose module already has a generated test module (another function's tests,
+    accepted earlier) adds its tests to it: imports joined, names kept apart; its runs and
+    mutants see its own tests only, and when none is kept the module is restored."""
+    root = write_tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/mod.py": MODULE})
+    first = capability_context(root, {"workspace_id": "first"})
+    propose_cases(first, "pkg/mod.py", "grade", ["500"])
+    observe_cases(first, "pkg/mod.py", "grade")
+    write_characterization_tests(first, "pkg/mod.py", "grade")
+    graded = run_characterization_tests(first, "pkg/mod.py", "grade")
+    accepted = read(first, "tests/test_mod.py")
+    (root / "tests").mkdir()
+    (root / "tests/test_mod.py").write_text(accepted)  # as an accept would leave it
+
+    second = capability_context(root, {"workspace_id": "second"})
+    observe_cases(second, "pkg/mod.py", "tick")
+    written = write_characterization_tests(second, "pkg/mod.py", "tick")
+    assert written["path"] == "tests/test_mod.py"
+    report = run_characterization_tests(second, "pkg/mod.py", "tick")
+    assert report["kept"] and set(report["kept"]) <= set(written["tests"])
+    text = read(second, "tests/test_mod.py")
+    assert text.count('"""Characterization tests for pkg.mod.') == 1
+    assert "from pkg.mod import grade, tick\n" in text
+    assert all(f"def {name}(" in text for name in graded["kept"] + report["kept"])
+    assert text.startswith(accepted.split("from pkg.mod import")[0])
+    assert {d["test"] for d in report["dropped"]} <= set(written["tests"])
+
+    third = capability_context(root, {"workspace_id": "third"})
+    observe_cases(third, "pkg/mod.py", "tick")
+    write_characterization_tests(third, "pkg/mod.py", "tick")
+    broken = read(third, "tests/test_mod.py").replace("assert tick(", "assert not tick(")
+    third.store.write("tests/test_mod.py", broken.encode())
+    with pytest.raises(ToolError) as info:
+        run_characterization_tests(third, "pkg/mod.py", "tick")
+    assert info.value.code == "TOOL_706"
+    assert read(third, "tests/test_mod.py") == accepted

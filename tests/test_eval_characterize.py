@@ -129,7 +129,7 @@ def test_remora_keeps_tests_that_pass_here_and_cover_the_functions(tested: Evalu
     assert _detail(report, "shapes/geometry.py::area", REMORA)["run"]["branch_rate"] == 0.5
     assert values["failing_files"] == 0 and values["not_importable"] == 0
     scale = _detail(report, "shapes/geometry.py::scale", REMORA)
-    assert scale["status"] == "success" and scale["test_file"] == "tests/test_geometry_scale.py"
+    assert scale["status"] == "success" and scale["test_file"] == "tests/test_geometry.py"
     assert scale["run"]["runs"] == 2 and scale["run"]["failed"] == 0
     assert scale["run"]["passed"] == 2 * len(scale["tests"])
     assert scale["run"]["line_rate"] == scale["agent_line_rate"] == 1.0

@@ -33,7 +33,7 @@ from remora.tools.capabilities import CapabilityContext
 from tests.stores import capability_context, write_tree
 
 PATH = "pkg/mod.py"
-TESTS = "tests/test_mod_echo.py"
+TESTS = "tests/test_mod.py"
 FIXTURES = "fixtures/pkg/mod/echo.json"
 
 # The breach's module: it imports sys, pathlib and operator's getters, as real modules do.
@@ -251,7 +251,7 @@ def test_a_repr_that_runs_code_is_not_the_expected_value(ctx: CapabilityContext)
     literals = {(o.returned or {}).get("literal") for o in job.observations}
     assert "pathlib.os.getcwd() and Token()" in literals
     written = write_characterization_tests(ctx, PATH, "token")
-    text = read(ctx, "tests/test_mod_token.py")
+    text = read(ctx, "tests/test_mod.py")
     assert "getcwd" not in text and "pathlib" not in text
     assert "assert isinstance(token(" in text and ", Token)\n" in text
     assert "not written" in written["left_out"][0]["reason"]

@@ -251,10 +251,10 @@ def test_exception_match_is_literal_and_anchored(tmp_path: Path) -> None:
     assert result.returncode == 1 and "1 failed" in result.stdout
 
 
-def test_the_header_names_the_function_and_carries_the_marker() -> None:
-    """The module docstring says what is characterized and that Remora wrote it."""
+def test_the_header_names_the_module_and_carries_the_marker() -> None:
+    """The module docstring says which module is characterized and that Remora wrote it."""
     text = _render("stats", _value("stats([1])", "{'count': 1, 'total': 1}", "dict"))
-    assert text.startswith('"""Characterization tests for pkg.mod.stats.')
+    assert text.startswith('"""Characterization tests for pkg.mod.\n')
     assert MARKER in text
 
 
@@ -412,39 +412,34 @@ def test_objects_without_a_literal_are_checked_by_type() -> None:
 
 
 @pytest.mark.parametrize(
-    ("files", "module", "qualname", "expected"),
+    ("files", "module", "expected"),
     [
         (
             ["pkg/tests/test_mod.py", "tests/test_a.py", "tests/test_b.py"],
             "pkg/mod.py",
-            "func",
-            "pkg/tests/test_mod_func.py",
+            "pkg/tests/test_mod.py",
         ),
         (
             ["tests/unit/test_a.py", "tests/unit/test_b.py", "other/test_c.py"],
             "pkg/mod.py",
-            "func",
-            "tests/unit/test_mod_func.py",
+            "tests/unit/test_mod.py",
         ),
-        ([], "pkg/mod.py", "func", "tests/test_mod_func.py"),
+        ([], "pkg/mod.py", "tests/test_mod.py"),
         (
             ["tests/a_test.py", "tests/b_test.py", "tests/test_c.py"],
             "pkg/mod.py",
-            "f",
-            "tests/mod_f_test.py",
+            "tests/mod_test.py",
         ),
-        (["pkg/mod_test.py", "pkg/x_test.py"], "pkg/mod.py", "f", "pkg/mod_f_test.py"),
-        ([], "pkg/sub/__init__.py", "f", "tests/test_sub_f.py"),
-        ([], "__init__.py", "f", "tests/test_package_f.py"),
-        ([], "pkg/mod.py", "Class.method", "tests/test_mod_class_method.py"),
-        ([], "pkg/mod.py", "MyClass.run", "tests/test_mod_my_class_run.py"),
-        (["test_x.py"], "mod.py", "f", "test_mod_f.py"),
+        (["pkg/mod_test.py", "pkg/x_test.py"], "pkg/mod.py", "pkg/mod_test.py"),
+        ([], "pkg/sub/__init__.py", "tests/test_sub.py"),
+        ([], "__init__.py", "tests/test_package.py"),
+        (["test_x.py"], "mod.py", "test_mod.py"),
     ],
 )
-def test_test_file_path(files: list[str], module: str, qualname: str, expected: str) -> None:
-    """Beside the module's tests, else where most tests are, else ``tests/``; in the
-    project's naming style."""
-    assert testgen.test_file_path(files, module, qualname) == expected
+def test_test_file_path(files: list[str], module: str, expected: str) -> None:
+    """One test module per source module: beside the module's tests, else where most tests
+    are, else ``tests/``; in the project's naming style."""
+    assert testgen.test_file_path(files, module) == expected
 
 
 def test_a_value_of_a_builtin_type_without_a_builtin_name_is_checked_by_type_name() -> None:

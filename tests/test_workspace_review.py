@@ -139,6 +139,40 @@ def test_file_created_on_both_sides_conflicts(
         review.accept(workspace_id)
 
 
+def test_test_modules_both_sides_created_for_one_purpose_merge_as_a_union(
+    manager: WorkspaceManager, review: WorkspaceReview, project: Path
+) -> None:
+    """Two jobs of one run each wrote a module's tests into the same new test module: the
+    second accept adds its import and test to the first's; modules with different
+    docstrings (two purposes) still conflict."""
+    header = b'"""Tests for pkg.mod."""\n\nfrom pkg.mod import '
+    add = make(
+        manager,
+        "add",
+        {"tests/test_mod.py": header + b"add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"},
+    )
+    sub = make(
+        manager,
+        "sub",
+        {"tests/test_mod.py": header + b"sub\n\n\ndef test_sub():\n    assert sub(3, 2) == 1\n"},
+    )
+    other = make(
+        manager, "other", {"tests/test_mod.py": b'"""Mine."""\n\n\ndef test_mine():\n    pass\n'}
+    )
+    review.accept(add)
+    report = review.accept(sub)
+    assert [(o.path, o.action) for o in report.files] == [("tests/test_mod.py", "merged")]
+    merged = (project / "tests/test_mod.py").read_bytes()
+    assert merged == header + (
+        b"add, sub\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\n"
+        b"def test_sub():\n    assert sub(3, 2) == 1\n"
+    )
+    with pytest.raises(WorkspaceError, match="created both"):
+        review.accept(other)
+    review.undo(sub)
+    assert (project / "tests/test_mod.py").read_bytes().endswith(b"assert add(1, 2) == 3\n")
+
+
 def test_concurrent_workspaces_on_one_file_accept_one_after_another(
     manager: WorkspaceManager, review: WorkspaceReview, project: Path
 ) -> None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from remora.errors import WorkspaceError
+from remora.module_union import module_docstring, union_modules
 from remora.regular_files import FileTooLargeError, NotRegularFileError
 from remora.workspace.base import protected_in, resolve_inside
 from remora.workspace.durable import file_sha256, os_failure, read_optional, sha256_bytes
@@ -97,6 +98,24 @@ def _refuse_protected(root: Path, workspace_id: str, entries: list[OverlayEntry]
     )
 
 
+def _python_union(path: str, base: bytes, theirs: bytes, ours: bytes) -> bytes | None:
+    """Both sides only added imports and definitions to a Python module (tests for two
+    functions of one module): their union, see :mod:`remora.module_union`. Modules both
+    sides created merge only when they declare one purpose: the same docstring."""
+    if not path.endswith(".py"):
+        return None
+    try:
+        texts = base.decode(), theirs.decode(), ours.decode()
+    except UnicodeDecodeError:
+        return None
+    if not base:
+        purpose = module_docstring(texts[1])
+        if purpose is None or purpose != module_docstring(texts[2]):
+            return None
+    merged = union_modules(*texts)
+    return None if merged is None else merged.encode()
+
+
 def _plan_accept(root: Path, workspace: OverlayWorkspace, limit: int) -> _Plan:
     plan = _Plan()
     entries = workspace.entries()
@@ -133,16 +152,22 @@ def _plan_accept(root: Path, workspace: OverlayWorkspace, limit: int) -> _Plan:
             plan.conflicts.append(f"{entry.path} was deleted from the project but changed here")
             continue
         elif entry.base_data is None:
-            plan.conflicts.append(f"{entry.path} was created both in the project and here")
-            continue
+            new = _python_union(rel, b"", current, entry.data)
+            if new is None:
+                plan.conflicts.append(f"{entry.path} was created both in the project and here")
+                continue
+            action = "merged"
         else:
             merged = merge3(entry.base_data, current, entry.data)
-            if not merged.clean or merged.data is None:
+            new = merged.data if merged.clean else None
+            if new is None:
+                new = _python_union(rel, entry.base_data, current, entry.data)
+            if new is None:
                 plan.conflicts.append(
                     f"{entry.path} {merged.describe()} changed both in the project and here"
                 )
                 continue
-            new, action = merged.data, "merged"
+            action = "merged"
         plan.ops.append(FileOp(path=rel, data=new, old_sha256=current_sha))
         plan.backups.append(
             Backup(

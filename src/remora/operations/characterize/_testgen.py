@@ -16,7 +16,7 @@ import ast
 import builtins
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from remora import pyast
@@ -57,10 +57,12 @@ def render_tests(
     qualname: str,
     behaviours: Sequence[Behaviour],
     module_names: frozenset[str],
+    taken: Collection[str] = (),
 ) -> RenderedTests:
-    """The test file for ``qualname`` of ``module`` from its observed ``behaviours``."""
+    """The tests of ``qualname`` of ``module`` from its observed ``behaviours``, as a test
+    module of their own; no test takes a name in ``taken`` (the module's other tests)."""
     tests: list[str] = []
-    names: list[str] = []
+    names: list[str] = list(taken)
     used: set[str] = {qualname.split(".")[0]}
     helpers: set[str] = set()
     needs_pytest = False
@@ -83,14 +85,14 @@ def render_tests(
     if needs_pytest:
         imports.append("import pytest")
     header = (
-        f'"""Characterization tests for {module}.{qualname}.\n\n'
+        f'"""Characterization tests for {module}.\n\n'
         f"{MARKER} from behaviour it observed (twice) when the tests were written:\n"
         'they pin what the code does, not what it should do."""\n\n'
     )
     import_block = "\n".join(imports) + ("\n\n" if imports else "")
     import_block += f"from {module} import {', '.join(sorted(used))}\n"
     text = header + import_block + "".join(f"\n\n{test}" for test in tests)
-    return RenderedTests(text, tuple(names))
+    return RenderedTests(text, tuple(names[len(taken) :]))
 
 
 def _body(behaviour: Behaviour, module_names: frozenset[str]) -> tuple[list[str], bool, bool]:
@@ -197,10 +199,11 @@ def _unique(name: str, taken: Sequence[str]) -> str:
     return f"{name}_{number}"
 
 
-def test_file_path(test_files: Sequence[str], module_path: str, qualname: str) -> str:
-    """Where the tests of ``qualname`` go: beside the module's own tests when it has any,
-    else where most of the project's tests are, else ``tests/``; named as the project names
-    its test files (``test_x.py`` or ``x_test.py``)."""
+def test_file_path(test_files: Sequence[str], module_path: str) -> str:
+    """Where the tests of the module's functions go, one test module per source module:
+    beside the module's own tests when it has any, else where most of the project's tests
+    are, else ``tests/``; named as the project names its test files (``test_x.py`` or
+    ``x_test.py``)."""
     stem = posixpath.splitext(posixpath.basename(module_path))[0]
     if stem == "__init__":
         stem = posixpath.basename(posixpath.dirname(module_path)) or "package"
@@ -216,6 +219,5 @@ def test_file_path(test_files: Sequence[str], module_path: str, qualname: str) -
         directory = max(sorted(counts), key=lambda d: counts[d])
     else:
         directory = "tests"
-    base = f"{stem}_{_snake(qualname)}"
-    name = f"{base}_test.py" if prefer_suffix else f"test_{base}.py"
+    name = f"{stem}_test.py" if prefer_suffix else f"test_{stem}.py"
     return posixpath.join(directory, name) if directory else name

@@ -17,11 +17,13 @@ import ast
 import hashlib
 import json
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from remora import pyast
 from remora.errors import ToolError
+from remora.module_union import union_modules
 from remora.operations.characterize._arguments import (
     MAX_CASE_CHARS,
     Case,
@@ -58,7 +60,13 @@ from remora.tools.capabilities.project import is_test_file, module_names, module
 from remora.tools.capabilities.pytest_runner import parse_junit
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.ruff import format_text
-from remora.tools.capabilities.store_io import scan_text, store_read, walk_files, write_text
+from remora.tools.capabilities.store_io import (
+    read_text,
+    scan_text,
+    store_read,
+    walk_files,
+    write_text,
+)
 from remora.tools.isolation import project_sandbox
 from remora.tools.process import import_roots
 
@@ -119,30 +127,75 @@ def write_characterization_tests(
             f"no input gave a behaviour worth a test ({', '.join(problems)})",
             "propose other argument lists whose types fit the parameters",
         )
-    text, tests, notes = _render(target, kept)
+    test_path = _module_of(ctx, target, job)
+    text, tests, notes = _render(target, kept, _defined(job.module_before))
     if not tests:
         raise nothing_as_data("no observed behaviour", notes)
-    test_path = _test_path(ctx, target)
-    write_text(ctx, test_path, format_text(ctx, test_path, text))
-    job.test_path, job.tests, job.verified = test_path, tests, None
+    _write_module(ctx, job, text)
+    job.tests, job.verified = tests, None
     written: dict[str, Any] = {"path": test_path, "tests": list(tests), "behaviours": len(tests)}
     return {**written, "left_out": notes} if notes else written
 
 
 def _test_path(ctx: CapabilityContext, target: Target) -> str:
-    """Where the tests go; a file of the same name that Remora did not write is never replaced."""
+    """The module's test module; a file of that name that Remora did not write is never
+    touched (the tests go beside it, in ``..._remora.py``, ``..._remora_2.py``...)."""
     files = [f for f in walk_files(ctx, "", (".py",)) if is_test_file(f)]
-    chosen = test_file_path(files, target.path, target.qualname)
-    if ctx.store.exists(chosen) and MARKER not in (scan_text(ctx, chosen) or ""):
-        chosen = chosen[: -len(".py")] + "_remora.py"
-    return chosen
+    chosen = stem = test_file_path(files, target.path)[: -len(".py")]
+    number = 1
+    while ctx.store.exists(f"{chosen}.py") and MARKER not in (scan_text(ctx, f"{chosen}.py") or ""):
+        chosen = f"{stem}_remora" + (f"_{number}" if number > 1 else "")
+        number += 1
+    return f"{chosen}.py"
+
+
+def _module_of(ctx: CapabilityContext, target: Target, job: Draft) -> str:
+    """The job's test module, chosen on its first write, and what it held then (the tests
+    of the module's other functions, accepted earlier)."""
+    if job.test_path is None:
+        path = job.test_path = _test_path(ctx, target)
+        job.module_before = read_text(ctx, path)[1] if ctx.store.exists(path) else None
+    return job.test_path
+
+
+def _defined(text: str | None) -> frozenset[str]:
+    """The test functions a module defines (their names are taken)."""
+    return frozenset(_TEST_DEF.findall(text or ""))
+
+
+def _write_module(ctx: CapabilityContext, job: Draft, tests: str) -> None:
+    """The test module as it was before the job, with ``tests`` (a module of the job's own
+    tests) added to it; formatted and written."""
+    path = job.test_path or ""
+    text = tests
+    if job.module_before is not None:
+        merged = union_modules("", job.module_before, tests)
+        if merged is None:
+            raise ToolError(
+                "TOOL_707",
+                f"{path} cannot take more tests: it does not parse or defines them already",
+                f"fix or remove {path}",
+            )
+        text = merged
+    write_text(ctx, path, format_text(ctx, path, text))
+
+
+def _restore_module(ctx: CapabilityContext, job: Draft) -> None:
+    """The test module as it was before the job: removed when the job created it."""
+    if job.test_path is None:
+        return
+    if job.module_before is None:
+        ctx.store.delete(job.test_path)
+    else:
+        write_text(ctx, job.test_path, job.module_before)
 
 
 def _render(
-    target: Target, kept: list[Observation]
+    target: Target, kept: list[Observation], taken: frozenset[str] = frozenset()
 ) -> tuple[str, dict[str, Observation], list[dict[str, str]]]:
-    """The test file, the observation behind each test, and a note (case and reason) for each
-    case left out or whose expected value was not written."""
+    """The job's tests as a module, the observation behind each test, and a note (case and
+    reason) for each case left out or whose expected value was not written. No test takes a
+    name in ``taken``."""
     module = module_names(target.path)[0]
     names = target.public | {target.qualname.split(".")[0]}
     callee = target.name if target.needs_receiver else target.qualname
@@ -162,7 +215,7 @@ def _render(
         written.append(observation)
     if not behaviours:
         return "", {}, notes
-    rendered = render_tests(module, target.qualname, behaviours, frozenset(names))
+    rendered = render_tests(module, target.qualname, behaviours, frozenset(names), taken)
     return rendered.text, dict(zip(rendered.names, written, strict=True)), notes
 
 
@@ -217,7 +270,7 @@ def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str)
     if not job.test_path or not ctx.store.exists(job.test_path):
         raise ToolError("TOOL_705", "there is no generated test file yet", "call write_tests first")
     dropped: dict[str, str] = {}
-    outcomes, coverage = _measure(ctx, target, job.test_path)
+    outcomes, coverage = _measure(ctx, target, job.test_path, job.tests)
     failing = {name: why for name, why in outcomes.items() if why}
     if failing:
         dropped.update(failing)
@@ -225,22 +278,22 @@ def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str)
         outcomes = {}
         if survivors:
             _rewrite(ctx, target, job, survivors)
-            outcomes, coverage = _measure(ctx, target, job.test_path, runs=1)
+            outcomes, coverage = _measure(ctx, target, job.test_path, job.tests, runs=1)
         else:
             job.tests = {}
             dropped.update({name: why for name, why in outcomes.items() if why})
     mutation = None
     if job.tests and not any(outcomes.values()):
-        mutation = run_mutants(ctx, target, job.test_path)
+        mutation = run_mutants(ctx, target, job.test_path, job.tests)
         chosen = select_tests(job.tests, mutation)
         if chosen and len(chosen) < len(job.tests):
             renamed = _rewrite(ctx, target, job, chosen)
             mutation = _renamed(mutation, renamed)
-            outcomes, coverage = _measure(ctx, target, job.test_path, runs=1)
+            outcomes, coverage = _measure(ctx, target, job.test_path, job.tests, runs=1)
     job.mutation = mutation
     report = _report(job.test_path, outcomes, dropped, coverage, mutation)
     if not report["kept"]:
-        ctx.store.delete(job.test_path)
+        _restore_module(ctx, job)
         job.tests, job.verified = {}, None
         raise ToolError(
             "TOOL_706",
@@ -251,8 +304,10 @@ def run_characterization_tests(ctx: CapabilityContext, path: str, qualname: str)
     return report
 
 
-def run_mutants(ctx: CapabilityContext, target: Target, test_path: str) -> MutationReport:
-    """The test file against each mutant of the function, in the sandbox."""
+def run_mutants(
+    ctx: CapabilityContext, target: Target, test_path: str, tests: Collection[str]
+) -> MutationReport:
+    """The ``tests`` of the test module against each mutant of the function, in the sandbox."""
     with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
 
         def launch(request: Path, plugin: Path) -> str:
@@ -264,7 +319,7 @@ def run_mutants(ctx: CapabilityContext, target: Target, test_path: str) -> Mutat
                 "-p",
                 "no:cacheprovider",
                 f"--rootdir={box.root}",
-                str(box.root / test_path),
+                *_node_ids(box.root / test_path, tests),
             )
             try:
                 result = box.run(
@@ -337,8 +392,9 @@ def _rewrite(
 ) -> dict[str, str]:
     """Write the file again, formatted, with the ``chosen`` tests only (at least one); their
     old names to their new."""
-    text, tests, _ = _render(target, [job.tests[name] for name in chosen])
-    write_text(ctx, job.test_path or "", format_text(ctx, job.test_path or "", text))
+    taken = _defined(job.module_before)
+    text, tests, _ = _render(target, [job.tests[name] for name in chosen], taken)
+    _write_module(ctx, job, text)
     job.tests = tests
     return dict(zip(chosen, tests, strict=True))
 
@@ -400,21 +456,24 @@ def write_custom_tests(
             f"the test file is not valid Python: {exc.msg} (line {exc.lineno})",
             "write a complete pytest module",
         ) from None
-    if not any(
-        isinstance(node, ast.FunctionDef) and node.name.startswith("test") for node in tree.body
-    ):
+    names = [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test")
+    ]
+    if not names:
         raise ToolError("TOOL_707", "the file has no test function", "define test_... functions")
     job = draft(ctx, target.path, qualname)
-    test_path = job.test_path or _test_path(ctx, target)
-    before = store_read(ctx, test_path) if ctx.store.exists(test_path) else None
-    write_text(ctx, test_path, content if content.endswith("\n") else content + "\n")
-    outcomes, coverage = _measure(ctx, target, test_path)
+    test_path = _module_of(ctx, target, job)
+    current = store_read(ctx, test_path) if ctx.store.exists(test_path) else None
+    _write_module(ctx, job, content if content.endswith("\n") else content + "\n")
+    outcomes, coverage = _measure(ctx, target, test_path, names)
     failing = {name: why for name, why in outcomes.items() if why}
     if failing or not outcomes:
-        if before is None:
+        if current is None:
             ctx.store.delete(test_path)
         else:
-            ctx.store.write(test_path, before)
+            ctx.store.write(test_path, current)
         shown = "; ".join(f"{name}: {why}" for name, why in list(failing.items())[:3])
         raise ToolError(
             "TOOL_706",
@@ -422,7 +481,7 @@ def write_custom_tests(
             "fix the failing tests and write the file again",
         )
     report = _report(test_path, outcomes, {}, coverage)
-    job.test_path, job.tests = test_path, {}
+    job.tests = {}
     job.verified = (_digest(ctx, test_path), report)
     return report
 
@@ -454,10 +513,20 @@ def _digest(ctx: CapabilityContext, path: str) -> str:
     return hashlib.sha256(store_read(ctx, path)).hexdigest()
 
 
+def _node_ids(test_file: Path, tests: Collection[str]) -> list[str]:
+    """pytest's ids of ``tests`` in the file: the job's own tests, not the module's others."""
+    return [f"{test_file}::{name}" for name in tests] or [str(test_file)]
+
+
 def _measure(
-    ctx: CapabilityContext, target: Target, test_path: str, runs: int = RUNS
+    ctx: CapabilityContext,
+    target: Target,
+    test_path: str,
+    tests: Collection[str],
+    runs: int = RUNS,
 ) -> tuple[dict[str, str], FunctionCoverage]:
-    """Per-test failure reason ('' when it passed every run) and the first run's coverage."""
+    """Per-test failure reason ('' when it passed every run) and the first run's coverage,
+    of the job's ``tests`` in the module."""
     reasons: dict[str, str] = {}
     coverage: FunctionCoverage | None = None
     with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
@@ -478,7 +547,7 @@ def _measure(
                     "-m",
                     "pytest",
                     *pytest_args,
-                    str(box.root / test_path),
+                    *_node_ids(box.root / test_path, tests),
                 ),
                 pythonpath=import_roots(box.root),
                 timeout=ctx.time_left(ctx.config.subprocess_timeout),

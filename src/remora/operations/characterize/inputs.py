@@ -98,6 +98,8 @@ class Draft:
     observations: list[Observation] = field(default_factory=list)
     model_inputs: bool = True
     test_path: str | None = None
+    module_before: str | None = None
+    """The test module's text before this job added its tests (None: the job created it)."""
     tests: dict[str, Observation] = field(default_factory=dict)
     verified: tuple[str, dict[str, Any]] | None = None
     fixture_report: dict[str, Any] | None = None
