@@ -49,6 +49,7 @@ def test_a_side_that_extended_the_base_adds_its_names_and_tests_only() -> None:
         ("", GRADE, GRADE.replace("== 'small'", "== 'big'")),  # one name, two definitions
         ("", GRADE, TICK + "\nVALUE = 1\n"),  # not an import or a definition
         ("", GRADE, "def broken(:\n"),
+        (GRADE, GRADE + "# a note\n", GRADE + "# another note\n"),  # nowhere to put it
     ],
 )
 def test_anything_but_additions_is_not_a_union(base: str, theirs: str, ours: str) -> None:
@@ -63,3 +64,11 @@ def test_module_docstring() -> None:
     assert module_docstring(GRADE) == "Tests for pkg.mod."
     assert module_docstring("x = 1\n") is None
     assert module_docstring("def broken(:\n") is None
+
+
+def test_a_joined_import_longer_than_a_line_is_written_one_name_a_line() -> None:
+    names = [f"function_number_{i}" for i in range(6)]
+    theirs = f"from pkg.mod import {', '.join(names[:3])}\n"
+    ours = f"from pkg.mod import {', '.join(names[3:])}\n"
+    merged = union_modules("", theirs, ours)
+    assert merged == "from pkg.mod import (\n" + "".join(f"    {n},\n" for n in names) + ")\n"

@@ -21,6 +21,7 @@ from remora import pyast
 
 __all__ = ["module_docstring", "union_modules"]
 
+_LINE_LENGTH = 88
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -30,6 +31,8 @@ class _Module:
 
     lines: list[str]
     statements: list[tuple[ast.stmt, str]] = field(default_factory=list)
+    inside: set[int] = field(default_factory=set)
+    """Indexes of the lines that belong to a statement."""
 
     @classmethod
     def parse(cls, text: str) -> _Module | None:
@@ -42,7 +45,13 @@ class _Module:
             start = min([node.lineno, *(d.lineno for d in _decorators(node))])
             end = node.end_lineno or node.lineno
             module.statements.append((node, "".join(module.lines[start - 1 : end])))
+            module.inside.update(range(start - 1, end))
         return module
+
+    def between(self) -> set[str]:
+        """The text outside statements (comments), line by line, blank lines left out."""
+        outside = (line for i, line in enumerate(self.lines) if i not in self.inside)
+        return {line.strip() for line in outside if line.strip()}
 
     def texts(self) -> set[str]:
         return {text.strip() for _, text in self.statements}
@@ -74,7 +83,10 @@ def _alias(alias: ast.alias) -> str:
 
 def _additions(base: _Module, ours: _Module) -> list[tuple[ast.stmt, str]] | None:
     """Our statements the base lacks; None when we changed or removed one of the base's
-    (a from-import that only gained names counts as an addition of those names)."""
+    (a from-import that only gained names counts as an addition of those names), or added
+    text between statements (a comment a union could not place)."""
+    if not ours.between() <= base.between():
+        return None
     ours_texts = ours.texts()
     ours_from = {
         imported.module: {_alias(a) for a in imported.names}
@@ -125,7 +137,7 @@ def _apply(theirs: _Module, added: list[tuple[ast.stmt, str]]) -> str:
             target, names = their_from[imported.module]
             names |= {_alias(a) for a in imported.names}
             span = (target.lineno - 1, target.end_lineno or target.lineno)
-            edits[span] = [f"from {imported.module} import {', '.join(sorted(names))}\n"]
+            edits[span] = [_from_import(imported.module, sorted(names))]
         elif isinstance(node, ast.Import | ast.ImportFrom):
             imports.append(text if text.endswith("\n") else text + "\n")
         elif not _is_docstring(node):
@@ -153,6 +165,15 @@ def module_docstring(text: str) -> str | None:
 def _additive(node: ast.stmt) -> bool:
     """Statements a union may add: imports, definitions and the module docstring."""
     return isinstance(node, (ast.Import, ast.ImportFrom, *_DEFINITIONS)) or _is_docstring(node)
+
+
+def _from_import(module: str, names: list[str]) -> str:
+    """``from module import names`` on one line, or one name a line when that is longer
+    than formatters' default line length (as black and ruff format write it)."""
+    line = f"from {module} import {', '.join(names)}\n"
+    if len(line) <= _LINE_LENGTH + 1:
+        return line
+    return f"from {module} import (\n" + "".join(f"    {name},\n" for name in names) + ")\n"
 
 
 def _is_docstring(node: ast.stmt) -> bool:

@@ -86,8 +86,9 @@ def render_tests(
         imports.append("import pytest")
     header = (
         f'"""Characterization tests for {module}.\n\n'
-        f"{MARKER} from behaviour it observed (twice) when the tests were written:\n"
-        'they pin what the code does, not what it should do."""\n\n'
+        f"{MARKER} from behaviour it observed (twice) when the\n"
+        "tests were written: they pin what the code does, not what it should do.\n"
+        '"""\n\n'
     )
     import_block = "\n".join(imports) + ("\n\n" if imports else "")
     import_block += f"from {module} import {', '.join(sorted(used))}\n"
