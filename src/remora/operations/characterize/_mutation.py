@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -173,3 +173,9 @@ def _records(path: Path) -> list[dict[str, Any]]:
         if isinstance(record, dict):
             found.append(record)
     return found
+
+
+def pytest_targets(test_file: Path | str, tests: Collection[str]) -> list[str]:
+    """pytest's ids of ``tests`` in ``test_file`` (a job's own tests, not the other tests of
+    its module); the whole file when none is named."""
+    return [f"{test_file}::{name}" for name in tests] or [str(test_file)]

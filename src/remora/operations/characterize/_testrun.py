@@ -27,7 +27,12 @@ from remora.evaluation.commands import CommandResult, run_command
 from remora.evaluation.functions import FunctionRef
 from remora.evaluation.package import Project
 from remora.operations.characterize._coverage import file_entry, function_coverage, function_span
-from remora.operations.characterize._mutation import PLUGIN, MutationReport, measure_mutants
+from remora.operations.characterize._mutation import (
+    PLUGIN,
+    MutationReport,
+    measure_mutants,
+    pytest_targets,
+)
 
 RERUN_SEEDS = ("11", "12")
 MUTANT_TEST_TIMEOUT = 10.0
@@ -89,9 +94,11 @@ def run_test_file(
     cwd: Path,
     timeout: float,
     pytest_args: Sequence[str] = (),
+    tests: Sequence[str] = (),
 ) -> FileRun:
-    """Run ``test_file`` twice in ``cwd`` on ``project`` and measure ``function``'s coverage;
-    junit reports and coverage data go to ``scratch``. Never raises."""
+    """Run ``test_file`` (its ``tests`` only, when named) twice in ``cwd`` on ``project`` and
+    measure ``function``'s coverage; junit reports and coverage data go to ``scratch``.
+    Never raises."""
     started = time.perf_counter()
     run = FileRun(test_file=str(test_file))
     source = (project.root / function.path).resolve()
@@ -115,7 +122,7 @@ def run_test_file(
             "COLUMNS": "250",
         }
         result = project.run(
-            [*argv, f"--junitxml={junit}", str(test_file)],
+            [*argv, f"--junitxml={junit}", *pytest_targets(test_file, tests)],
             _left(deadline),
             cwd=cwd,
             within=[scratch, test_file.parent],
@@ -208,9 +215,11 @@ def mutation_of_file(
     cwd: Path,
     timeout: float,
     pytest_args: Sequence[str] = (),
+    tests: Sequence[str] = (),
 ) -> MutationReport:
-    """The mutation score of ``function`` under ``test_file``, run as :func:`run_test_file`
-    runs it (``cwd``, ``pytest_args``); reports in ``scratch``. Never raises."""
+    """The mutation score of ``function`` under ``test_file`` (its ``tests`` only, when
+    named), run as :func:`run_test_file` runs it (``cwd``, ``pytest_args``); reports in
+    ``scratch``. Never raises."""
     source_path = project.root / function.path
     try:
         source = source_path.read_text(encoding="utf-8")
@@ -222,7 +231,7 @@ def mutation_of_file(
     def launch(request: Path, plugin: Path) -> str:
         argv = [sys.executable, "-c", _BOOT, str(plugin), *_PYTEST_OPTIONS, "-p", PLUGIN]
         result = project.run(
-            [*argv, *pytest_args, str(test_file)],
+            [*argv, *pytest_args, *pytest_targets(test_file, tests)],
             _left(deadline),
             cwd=cwd,
             within=[scratch, test_file.parent],

@@ -39,7 +39,12 @@ from remora.operations.characterize._coverage import (
     function_coverage,
     function_span,
 )
-from remora.operations.characterize._mutation import PLUGIN, MutationReport, measure_mutants
+from remora.operations.characterize._mutation import (
+    PLUGIN,
+    MutationReport,
+    measure_mutants,
+    pytest_targets,
+)
 from remora.operations.characterize._testgen import (
     MARKER,
     Behaviour,
@@ -319,7 +324,7 @@ def run_mutants(
                 "-p",
                 "no:cacheprovider",
                 f"--rootdir={box.root}",
-                *_node_ids(box.root / test_path, tests),
+                *pytest_targets(box.root / test_path, tests),
             )
             try:
                 result = box.run(
@@ -513,11 +518,6 @@ def _digest(ctx: CapabilityContext, path: str) -> str:
     return hashlib.sha256(store_read(ctx, path)).hexdigest()
 
 
-def _node_ids(test_file: Path, tests: Collection[str]) -> list[str]:
-    """pytest's ids of ``tests`` in the file: the job's own tests, not the module's others."""
-    return [f"{test_file}::{name}" for name in tests] or [str(test_file)]
-
-
 def _measure(
     ctx: CapabilityContext,
     target: Target,
@@ -547,7 +547,7 @@ def _measure(
                     "-m",
                     "pytest",
                     *pytest_args,
-                    *_node_ids(box.root / test_path, tests),
+                    *pytest_targets(box.root / test_path, tests),
                 ),
                 pythonpath=import_roots(box.root),
                 timeout=ctx.time_left(ctx.config.subprocess_timeout),

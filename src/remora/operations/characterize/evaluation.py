@@ -449,8 +449,15 @@ def _remora_tests(
     ctx.progress.doing(f"running {test_file}")
     scratch = ctx.work / "runs" / project.root.name / _label(ref)
     timeout = min(FILE_TIMEOUT_S, ctx.test_timeout)
+    # the job's own tests: the module's test file also holds its other functions' tests
     run = run_test_file(
-        project, project.root / test_file, ref, scratch, cwd=project.root, timeout=timeout
+        project,
+        project.root / test_file,
+        ref,
+        scratch,
+        cwd=project.root,
+        timeout=timeout,
+        tests=kept,
     )
     detail["run"] = run.model_dump()
     mutation = None
@@ -462,6 +469,7 @@ def _remora_tests(
             scratch / "mutants",
             cwd=project.root,
             timeout=timeout,
+            tests=kept,
         )
         detail["mutation"] = _mutation_detail(mutation)
     return FunctionTests(len(kept), len(dropped), run, run.zero_reason, mutation), detail
