@@ -206,3 +206,59 @@ def test_unknown_qualname_raises() -> None:
     for name in ("missing", "A.other", "A", "g.inner"):
         with pytest.raises(ValueError, match="not"):
             candidate_inputs(source, name)
+
+
+CONSTANTS = """
+RATES = {"standard": 0.2, "reduced": 0.05, "zero": 0}
+KINDS = ("a", "b")
+
+
+def vat(amount, band):
+    if band not in RATES:
+        raise ValueError(band)
+    return amount * RATES[band]
+
+
+def kind(value, other):
+    return KINDS.index(value) if value in KINDS else RATES.get(other, -1)
+"""
+
+
+def test_a_parameter_looked_up_in_a_module_constant_takes_its_keys_and_items() -> None:
+    """``band not in RATES``, ``RATES[band]``, ``value in KINDS`` and ``RATES.get(other)``
+    offer the constant's keys or items: the branches behind a module-level table."""
+    vat_bands = {args[1] for args, _, _ in calls(candidate_inputs(CONSTANTS, "vat", limit=30))}
+    assert {"standard", "reduced", "zero"} <= vat_bands
+    found = calls(candidate_inputs(CONSTANTS, "kind", limit=40))
+    assert {"a", "b"} <= {args[0] for args, _, _ in found}
+    assert "reduced" in {args[1] for args, _, _ in found}
+
+
+SENTINEL = '''
+no_default = "__no__default__"
+
+
+def pluck(ind, seqs, default=no_default):
+    """Pick.
+
+    >>> list(pluck(0, [[1, 2], [3, 4]]))
+    [1, 3]
+    """
+    if default == no_default:
+        return [seq[ind] for seq in seqs]
+    return [seq[ind] if len(seq) > ind else default for seq in seqs]
+'''
+
+
+def test_a_sentinel_default_is_varied_on_the_calls_people_wrote() -> None:
+    """``default == no_default`` compares with a sentinel: None leaves it, tried first on
+    the doctest's own call (whose values have the right shape), not only on guessed ones."""
+    found = calls(candidate_inputs(SENTINEL, "pluck", limit=12))
+    assert found[0] == ([0, [[1, 2], [3, 4]]], {}, "doctest")
+    assert found[1] == ([0, [[1, 2], [3, 4]], None], {}, "literal")
+
+
+def test_names_ending_like_sequences_get_lists() -> None:
+    source = "def join(leftseq, right_items):\n    return leftseq + right_items\n"
+    found = calls(candidate_inputs(source, "join"))
+    assert found[0] == ([[1, 2, 3], [1, 2, 3]], {}, "default")

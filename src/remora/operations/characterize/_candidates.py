@@ -23,7 +23,7 @@ import ast
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from remora import pyast
@@ -86,6 +86,9 @@ class _Target:
     params: tuple[_Param, ...]
     vararg: bool
     varkw: bool
+    constants: Mapping[str, list[Any]] = field(default_factory=dict)
+    """Module-level names bound to a literal container: its keys or items (a parameter
+    tested with ``in NAME`` or used as ``NAME[p]`` takes them)."""
 
 
 def candidate_inputs(
@@ -95,6 +98,7 @@ def candidate_inputs(
     target = _find(source, qualname)
     allowed = module_scope(source)
     found: list[Candidate] = []
+    people: list[Candidate] = []
     seen: set[str] = set()
 
     def add(candidates: Iterator[Candidate]) -> bool:
@@ -107,10 +111,16 @@ def candidate_inputs(
                 found.append(candidate)
         return len(found) < limit
 
-    if not add(_doctests(target, allowed)):
+    def kept(candidates: Iterator[Candidate]) -> Iterator[Candidate]:
+        for candidate in candidates:
+            people.append(candidate)
+            yield candidate
+
+    if not add(kept(_doctests(target, allowed))):
         return found
-    if not add(_call_sites(target, project or {}, allowed)):
+    if not add(kept(_call_sites(target, project or {}, allowed))):
         return found
+    add(_varied(target, people))
     add(_synthesized(target))
     return found
 
@@ -145,7 +155,29 @@ def _find(source: str, qualname: str) -> _Target:
         raise ValueError(f"{qualname!r} names a class, not a function")
     if not all(isinstance(parent, ast.ClassDef) for parent in located.parents):
         raise ValueError(f"{qualname!r} is local to a function, not callable from the module")
-    return _target(node, located.parents[-1].name if located.parents else None)
+    target = _target(node, located.parents[-1].name if located.parents else None)
+    return replace(target, constants=_constants(pyast.parse(source)))
+
+
+def _constants(tree: ast.Module) -> dict[str, list[Any]]:
+    """Module-level ``NAME = {...}`` / ``[...]`` / ``(...)`` / ``{..., ...}``: up to four of
+    its keys or items, those that are plain data."""
+    found: dict[str, list[Any]] = {}
+    for node in tree.body:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if value is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            continue
+        if isinstance(value, ast.Dict):
+            items = [_literal(k) for k in value.keys if k is not None]
+        elif isinstance(value, ast.List | ast.Tuple | ast.Set):
+            items = [_literal(e) for e in value.elts]
+        else:
+            continue
+        plain = [item for item in items if _is_plain_key(item)]
+        if plain:
+            found[targets[0].id] = plain[:4]
+    return found
 
 
 def _target(func: _FuncDef, class_name: str | None) -> _Target:
@@ -314,7 +346,7 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
     pools = {
         p.name: _callable_pools(callables[p.name])
         if p.name in callables
-        else _pools(p, target.func)
+        else _pools(p, target.func, target.constants)
         for p in params
     }
     base: dict[str, Any] = {}
@@ -340,6 +372,26 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
             for value in pools[p.name].get(tier, []):
                 for start in bases:
                     yield _build(params, {**start, p.name: value}, tier)
+
+
+def _varied(target: _Target, examples: list[Candidate]) -> Iterator[Candidate]:
+    """Each doctest or call-site call with one parameter changed to a value the body
+    compares it with or looks it up by (the ``literal`` tier): people's calls carry values
+    of the right shape, the body's literals the branches they leave (``pluck``'s
+    ``default=``)."""
+    if target.vararg:
+        return
+    params = list(target.params)
+    literals = {p.name: _body_literals(p.name, target.func, target.constants) for p in params}
+    names = [p.name for p in params]
+    for example in examples:
+        values: dict[str, Any] = {
+            name: _Expr(text) for name, text in zip(names, example.args, strict=False)
+        }
+        values |= {name: _Expr(text) for name, text in example.kwargs.items()}
+        for p in params:
+            for value in literals[p.name]:
+                yield _build(params, {**values, p.name: value}, "literal")
 
 
 def _telling(value: Any) -> bool:
@@ -377,10 +429,12 @@ def _callable_pools(arity: int) -> dict[str, list[Any]]:
     return {"default": [], "literal": [], "annotation": [], "name": [_Expr(t) for t in exprs]}
 
 
-def _pools(param: _Param, func: _FuncDef) -> dict[str, list[Any]]:
+def _pools(
+    param: _Param, func: _FuncDef, constants: Mapping[str, list[Any]]
+) -> dict[str, list[Any]]:
     pools: dict[str, list[Any]] = {
         "default": [not param.default] if isinstance(param.default, bool) else [],
-        "literal": _body_literals(param.name, func),
+        "literal": _body_literals(param.name, func, constants),
         "annotation": _annotation_values(param.annotation),
     }
     named, known = _name_values(param.name)
@@ -389,18 +443,39 @@ def _pools(param: _Param, func: _FuncDef) -> dict[str, list[Any]]:
     return pools
 
 
-def _body_literals(name: str, func: _FuncDef) -> list[Any]:
-    """Values the body compares ``name`` with, numeric boundaries, and keys it subscripts."""
+def _body_literals(
+    name: str, func: _FuncDef, constants: Mapping[str, list[Any]] | None = None
+) -> list[Any]:
+    """Values the body compares ``name`` with, numeric boundaries, keys it subscripts, and
+    the keys or items of a module constant it looks ``name`` up in."""
     values: list[Any] = []
     keys: list[str] = []
+    constants = constants or {}
     for node in ast.walk(func):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             for left, op, right in zip(operands, node.ops, operands[1:], strict=False):
                 if _is_name(left, name):
                     values += _compared(op, right, mirrored=False)
+                    if isinstance(right, ast.Name) and isinstance(op, ast.In | ast.NotIn):
+                        values += constants.get(right.id, [])
                 elif _is_name(right, name):
                     values += _compared(op, left, mirrored=True)
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and _is_name(node.slice, name)
+        ):
+            values += constants.get(node.value.id, [])
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and isinstance(node.func.value, ast.Name)
+            and node.args
+            and _is_name(node.args[0], name)
+        ):
+            values += constants.get(node.func.value.id, [])
         elif isinstance(node, ast.Subscript) and _is_name(node.value, name):
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
@@ -431,7 +506,11 @@ def _compared(op: ast.cmpop, other: ast.expr, mirrored: bool) -> list[Any]:
         return []
     value = _literal(other)
     if value is _MISSING:
-        return []
+        # ``default == no_default``, ``value is _MISSING``: a sentinel; None is not it
+        sentinel = isinstance(other, ast.Name) and isinstance(
+            op, ast.Eq | ast.Is | ast.NotEq | ast.IsNot
+        )
+        return [None] if sentinel else []
     if isinstance(op, ast.Eq | ast.NotEq | ast.Is | ast.IsNot):
         return [value]
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -526,7 +605,12 @@ def _name_values(name: str) -> tuple[list[Any], bool]:
         (name in ("path", "filename"), ["example.txt"]),
         (name in ("d", "mapping") or name.startswith("dict"), [{"a": 1}]),
         (name in _STR_NAMES, ["a", "abc"]),
-        (name in _LIST_NAMES or re.fullmatch(r"\w+[^su]s", name) is not None, [[1, 2, 3], []]),
+        (
+            name in _LIST_NAMES
+            or name.endswith(("seq", "_list", "_items", "_values"))
+            or re.fullmatch(r"\w+[^su]s", name) is not None,
+            [[1, 2, 3], []],
+        ),
     ]
     for matched, values in rules:
         if matched:
