@@ -259,7 +259,8 @@ def test_the_header_names_the_module_and_carries_the_marker() -> None:
 
 
 def test_test_names_describe_the_behaviour_and_are_unique() -> None:
-    """Names say what happened, short values included; repeats get ``_2``, ``_3``."""
+    """Names say what happened, short values included; results that read alike are told
+    apart by the call's short arguments, and repeats get ``_2``, ``_3``."""
     behaviours = [
         _value("f(1)", "1", "int"),
         _value("f(2)", "2", "int"),
@@ -290,8 +291,8 @@ def test_test_names_describe_the_behaviour_and_are_unique() -> None:
         "test_point_move_returns_false",
         "test_point_move_returns_empty_list",
         "test_point_move_returns_empty_str",
-        "test_point_move_returns_zero",
-        "test_point_move_returns_zero_2",
+        "test_point_move_returns_zero_for_0",
+        "test_point_move_returns_zero_for_0_0",
         "test_point_move_returns_minus_1",
         "test_point_move_returns_minus_1_5",
         "test_point_move_returns_point",
@@ -303,6 +304,22 @@ def test_test_names_describe_the_behaviour_and_are_unique() -> None:
     )
     for name in rendered.names:
         assert f"\ndef {name}(" in rendered.text
+
+
+def test_alike_results_are_named_by_the_arguments_that_differ() -> None:
+    behaviours = [
+        _value("due(day, 'net30')", "date(2024, 3, 30)", "datetime.date"),
+        _value("due(day, 'net60')", "date(2024, 4, 29)", "datetime.date"),
+        _value("due([1], [2])", "date(2024, 4, 30)", "datetime.date"),
+        _value("due([1], [3])", "date(2024, 5, 1)", "datetime.date"),
+    ]
+    names = render_tests("pkg.mod", "due", behaviours, NAMES | {"due", "day", "date"}).names
+    assert names == (
+        "test_due_returns_date_for_net30",
+        "test_due_returns_date_for_net60",
+        "test_due_returns_date",
+        "test_due_returns_date_2",
+    )
 
 
 def test_imports_only_the_module_names_used() -> None:

@@ -66,8 +66,11 @@ def render_tests(
     used: set[str] = {qualname.split(".")[0]}
     helpers: set[str] = set()
     needs_pytest = False
-    for behaviour in behaviours:
-        name = _unique(f"test_{_snake(qualname)}_{_describe(behaviour)}", names)
+    described = [_describe(behaviour) for behaviour in behaviours]
+    for behaviour, words in zip(behaviours, described, strict=True):
+        if described.count(words) > 1:
+            words += _arguments_hint(behaviour.call)
+        name = _unique(f"test_{_snake(qualname)}_{words}", names)
         names.append(name)
         body, uses_pytest, uses_itertools = _body(behaviour, module_names)
         needs_pytest |= uses_pytest
@@ -184,6 +187,27 @@ def _describe(behaviour: Behaviour) -> str:
         else:
             words = f"returns_{short}"
     return words + ("_and_prints" if behaviour.stdout else "")
+
+
+def _arguments_hint(call: str) -> str:
+    """``_for_net30`` for ``due_date(day, 'net30')``: the call's short plain arguments, to
+    tell apart tests whose results read alike; '' when it has none."""
+    try:
+        node = pyast.parse(call, mode="eval").body
+    except SyntaxError:
+        return ""
+    if not isinstance(node, ast.Call):
+        return ""
+    values = [*node.args, *(keyword.value for keyword in node.keywords)]
+    words = [
+        _snake(re.sub(r"^-(?=\d)", "minus_", text).replace(".", "_"))
+        for value in values
+        if isinstance(value, ast.Constant)
+        and not isinstance(value.value, bytes)
+        and re.fullmatch(_SHORT_VALUE, text := repr(value.value))
+    ]
+    hint = "_".join(word.strip("'") for word in words)[:40].strip("_")
+    return f"_for_{hint}" if hint else ""
 
 
 def _snake(name: str) -> str:
