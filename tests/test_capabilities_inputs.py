@@ -171,6 +171,22 @@ def test_signature_inputs_of_an_instance_method_names_a_receiver(
     assert [p["name"] for p in result["params"]] == ["by"]
 
 
+def test_an_instance_is_built_as_the_project_builds_it(tmp_path: Path) -> None:
+    """The receivers come from the class's constructor calls in files that never call the
+    method itself, before its defaults."""
+    root = write_tree(
+        tmp_path / "proj",
+        {
+            "pkg/__init__.py": "",
+            "pkg/mod.py": MODULE,
+            "app.py": "from pkg.mod import Counter\n\nCOUNTER = Counter(41)\n",
+        },
+    )
+    ctx = capability_context(root, {"workspace_id": str(tmp_path)})
+    result = signature_inputs(ctx, "pkg/mod.py", "Counter.bump")
+    assert result["receivers"][0] == "Counter(41)"
+
+
 def test_propose_cases_normalizes_rejects_and_deduplicates(ctx: CapabilityContext) -> None:
     """Proposals are normalized; unsafe ones get a reason; repeats are not added twice."""
     result = propose_cases(

@@ -306,7 +306,11 @@ def _literal_calls(
 
 
 def _calls_target(func: ast.expr, target: _Target, in_own_module: bool) -> bool:
-    """``name(...)`` / ``module.name(...)`` for functions, ``obj.name(...)`` for methods."""
+    """``name(...)`` / ``module.name(...)`` for functions, ``obj.name(...)`` for methods,
+    ``Class(...)`` / ``module.Class(...)`` for ``__init__``."""
+    if target.name == "__init__" and target.class_name is not None:
+        called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        return called == target.class_name
     if target.class_name is None:
         if isinstance(func, ast.Name):
             return func.id == target.name

@@ -258,7 +258,9 @@ def receivers_for(target: Target, project: dict[str, str]) -> list[str]:
 
 
 def _call_site_sources(ctx: CapabilityContext, target: Target) -> dict[str, str]:
-    """Other project files that mention the function's name (where its call sites are)."""
+    """Other project files that mention the function's name (where its call sites are), or
+    for an instance method its class's (where instances are built)."""
+    names = [target.name, target.owner] if target.needs_receiver else [target.name]
     found: dict[str, str] = {}
     for path in walk_files(ctx, "", (".py",)):
         if path == target.path:
@@ -266,7 +268,7 @@ def _call_site_sources(ctx: CapabilityContext, target: Target) -> dict[str, str]
         text = scan_text(ctx, path)
         if text is None:
             continue
-        if target.name in text:
+        if any(name in text for name in names):
             found[path] = text
             if len(found) >= _CALL_SITE_FILES:
                 break
@@ -320,7 +322,7 @@ def signature_inputs(ctx: CapabilityContext, path: str, qualname: str) -> dict[s
         "method_kind": target.signature["method_kind"],
         "is_generator": target.signature["is_generator"],
         "needs_receiver": target.needs_receiver,
-        "receivers": sorted({r for _, _, r in cases if r}),
+        "receivers": list(dict.fromkeys(r for _, _, r in cases if r)),
         "cases": [{"case": case.text, "source": source} for case, source, _ in cases],
     }
 
