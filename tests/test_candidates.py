@@ -262,3 +262,39 @@ def test_names_ending_like_sequences_get_lists() -> None:
     source = "def join(leftseq, right_items):\n    return leftseq + right_items\n"
     found = calls(candidate_inputs(source, "join"))
     assert found[0] == ([[1, 2, 3], [1, 2, 3]], {}, "default")
+
+
+DATACLASSES = """
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+
+@dataclass
+class Item:
+    sku: str
+    price_cents: int
+    quantity: int = 0
+    kind: ClassVar[str] = "item"
+    cache: dict = field(default_factory=dict, init=False)
+
+    def total(self):
+        return self.price_cents * self.quantity
+
+
+class Shelf:
+    def put(self, item: Item, count=1):
+        return [item] * count
+"""
+
+
+def test_a_class_without_init_is_built_from_its_fields() -> None:
+    """A dataclass's ``__init__`` is its annotated fields (ClassVar and init=False left out);
+    the most telling guess fills the defaulted ``quantity`` too."""
+    found = candidate_inputs(DATACLASSES, "Item.__init__", limit=4)
+    assert found[0].args == ("''", "0", "0")
+    assert max(found, key=lambda c: c.telling).args == ("'abc'", "1", "3")
+
+
+def test_a_parameter_annotated_with_a_class_of_the_module_gets_one_built() -> None:
+    found = candidate_inputs(DATACLASSES, "Shelf.put", limit=4)
+    assert found[0].args == ("Item('abc', 1, 3)", "1")  # count at its default

@@ -20,6 +20,7 @@ Steps 3-6 combine one factor at a time: a base set, then one parameter varied pe
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -56,6 +57,11 @@ class Candidate:
     def case(self) -> Case:
         return Case(self.args, tuple(self.kwargs.items()))
 
+    @property
+    def telling(self) -> int:
+        """How many of its arguments say something (not zero, empty, None or False)."""
+        return sum(a not in _EMPTY for a in (*self.args, *self.kwargs.values()))
+
     def to_json(self) -> dict[str, Any]:
         """The candidate as plain JSON data, ready for a sandboxed script."""
         return {"text": self.case.text, "source": self.source}
@@ -89,6 +95,9 @@ class _Target:
     constants: Mapping[str, list[Any]] = field(default_factory=dict)
     """Module-level names bound to a literal container: its keys or items (a parameter
     tested with ``in NAME`` or used as ``NAME[p]`` takes them)."""
+    constructors: Mapping[str, str] = field(default_factory=dict)
+    """The module's classes, each with a call that builds one (``Item('abc', 1, 3)``), for
+    parameters annotated with them."""
 
 
 def candidate_inputs(
@@ -147,7 +156,14 @@ def callable_params(source: str, qualname: str) -> list[str]:
 
 def _find(source: str, qualname: str) -> _Target:
     """The definition of ``qualname``: a function or ``Class.method`` (nested classes too)."""
-    located = find_definition(pyast.parse(source), qualname)
+    tree = pyast.parse(source)
+    located = find_definition(tree, qualname)
+    if located is None and qualname.endswith(".__init__"):
+        owner = find_definition(tree, qualname.rsplit(".", 1)[0])
+        init = _fields_init(owner.node) if owner and isinstance(owner.node, ast.ClassDef) else None
+        if owner is not None and init is not None:
+            target = _target(init, owner.node.name)
+            return replace(target, constants=_constants(tree))
     if located is None:
         raise ValueError(f"{qualname!r} is not defined in this module")
     node = located.node
@@ -156,7 +172,59 @@ def _find(source: str, qualname: str) -> _Target:
     if not all(isinstance(parent, ast.ClassDef) for parent in located.parents):
         raise ValueError(f"{qualname!r} is local to a function, not callable from the module")
     target = _target(node, located.parents[-1].name if located.parents else None)
-    return replace(target, constants=_constants(pyast.parse(source)))
+    return replace(target, constants=_constants(tree), constructors=_constructors(tree))
+
+
+def _constructors(tree: ast.Module) -> dict[str, str]:
+    """A call building each top-level class of the module from its ``__init__`` (or its
+    fields): the synthesized arguments that say most."""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        init = next(
+            (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
+            None,
+        ) or _fields_init(node)
+        if init is None:
+            continue
+        made = list(itertools.islice(_synthesized(_target(init, node.name)), 4))
+        if made:
+            best = max(made, key=lambda c: c.telling)
+            found[node.name] = f"{node.name}({best.case.text})"
+    return found
+
+
+_EMPTY = frozenset({"0", "0.0", "None", "False", "''", '""', "[]", "{}", "()"})
+
+
+def _fields_init(cls: ast.ClassDef) -> ast.FunctionDef | None:
+    """The ``__init__`` a class without one gets from its annotated fields (dataclasses,
+    NamedTuple, attrs): ``sku: str`` a required parameter, ``quantity: int = 0`` one with
+    its default; ClassVar and ``field(init=False)`` fields left out. None without fields."""
+    params: list[str] = []
+    for node in cls.body:
+        if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
+            continue
+        annotation = ast.unparse(node.annotation)
+        if "ClassVar" in annotation or "InitVar" in annotation:
+            continue
+        value = node.value
+        if isinstance(value, ast.Call) and any(
+            k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+            for k in value.keywords
+        ):
+            continue
+        default = "" if value is None else f" = {ast.unparse(value)}"
+        params.append(f"{node.target.id}: {annotation}{default}")
+    if not params:
+        return None
+    try:
+        module = pyast.parse(f"def __init__(self, {', '.join(params)}):\n    pass\n")
+    except SyntaxError:  # a required field after one with a default
+        return None
+    init = module.body[0]
+    return init if isinstance(init, ast.FunctionDef) else None
 
 
 def _constants(tree: ast.Module) -> dict[str, list[Any]]:
@@ -348,9 +416,7 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
     callables = _callables(target)
     params = [p for p in target.params if p.name not in callables or not p.has_default]
     pools = {
-        p.name: _callable_pools(callables[p.name])
-        if p.name in callables
-        else _pools(p, target.func, target.constants)
+        p.name: _callable_pools(callables[p.name]) if p.name in callables else _pools(p, target)
         for p in params
     }
     base: dict[str, Any] = {}
@@ -366,7 +432,7 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
     telling = dict(base)
     for p in params:
         values = [v for t in _TIERS for v in pools[p.name].get(t, []) if _telling(v)]
-        if values and p.default is _MISSING:
+        if values and (p.default is _MISSING or not _telling(p.default)):
             telling[p.name] = values[-1] if p.has_default else values[0]
     bases = [base] if telling == base else [base, telling]
     for start in bases:
@@ -433,13 +499,12 @@ def _callable_pools(arity: int) -> dict[str, list[Any]]:
     return {"default": [], "literal": [], "annotation": [], "name": [_Expr(t) for t in exprs]}
 
 
-def _pools(
-    param: _Param, func: _FuncDef, constants: Mapping[str, list[Any]]
-) -> dict[str, list[Any]]:
+def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
+    built = target.constructors.get(_type_name(param.annotation) if param.annotation else "")
     pools: dict[str, list[Any]] = {
         "default": [not param.default] if isinstance(param.default, bool) else [],
-        "literal": _body_literals(param.name, func, constants),
-        "annotation": _annotation_values(param.annotation),
+        "literal": _body_literals(param.name, target.func, target.constants),
+        "annotation": _annotation_values(param.annotation) or ([_Expr(built)] if built else []),
     }
     named, known = _name_values(param.name)
     untyped = not pools["annotation"]

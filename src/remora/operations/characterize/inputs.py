@@ -251,10 +251,15 @@ def host_cases(ctx: CapabilityContext, target: Target) -> list[tuple[Case, str, 
 def receivers_for(target: Target, project: dict[str, str]) -> list[str]:
     """Up to three ways to build the instance an instance method needs."""
     try:
-        inits = candidate_inputs(target.source, f"{target.owner}.__init__", project, 3)
+        inits = candidate_inputs(target.source, f"{target.owner}.__init__", project, 6)
     except ValueError:
         return [f"{target.owner}()"]
-    return [f"{target.owner}({c.case.text})" for c in inits] or [f"{target.owner}()"]
+    # as the project builds one first, then the guesses that say most (Item('abc', 1), not
+    # Item('', 0): an empty instance leaves most of a method's branches)
+    people = [c for c in inits if c.source in ("doctest", "call_site", "test")]
+    guesses = sorted((c for c in inits if c not in people), key=lambda c: -c.telling)
+    built = [f"{target.owner}({c.case.text})" for c in [*people, *guesses][:3]]
+    return built or [f"{target.owner}()"]
 
 
 def _call_site_sources(ctx: CapabilityContext, target: Target) -> dict[str, str]:
