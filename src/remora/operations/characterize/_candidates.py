@@ -9,12 +9,17 @@ analysed is only parsed, never imported. Sources, most trusted first:
 1. ``doctest``: ``>>> name(...)`` examples in the function's own docstring;
 2. ``call_site`` / ``test``: literal calls in other project files (tests labelled ``test``);
 3. ``default``: parameters at their literal defaults, required ones filled from 4-6;
-4. ``literal``: values the body compares a parameter with (and boundaries), keys it reads;
-5. ``annotation``: typical values of the annotated type;
+4. ``literal``: values the body compares a parameter with (and boundaries), keys it reads,
+   the keys or items of a module-level table it looks the parameter up in, None where it
+   compares the parameter with a sentinel name;
+5. ``annotation``: typical values of the annotated type (a class of the module: a call
+   that builds one, from its ``__init__`` or its dataclass fields);
 6. ``name``: typical values guessed from the parameter's name (and, for a parameter the body
    calls, callables of the arity it is called with).
 
-Steps 3-6 combine one factor at a time: a base set, then one parameter varied per candidate.
+Steps 3-6 combine one factor at a time: two base sets (the defaults, then values that say
+something), then one parameter varied per candidate. Before them, the calls of 1 and 2 are
+varied one parameter at a time through 4: people's calls have values of the right shape.
 """
 
 from __future__ import annotations
