@@ -4,6 +4,7 @@ generated tests run again, twice, on the unmodified project."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,7 +92,14 @@ def test_the_ideal_sequence_writes_tests_that_pass_twice_with_full_coverage(
     text = outcome.changed["tests/test_helpers.py"]
     pattern = 'match="^low\\\\ must\\\\ not\\\\ exceed\\\\ high$"'
     assert f"with pytest.raises(ValueError, {pattern}):" in text
-    assert "assert clamp(-3, 0, 10) == 0" in text
+    pinned = [
+        tuple(int(v) for v in found)
+        for found in re.findall(r"assert clamp\((-?\d+), (-?\d+), (-?\d+)\) == (-?\d+)", text)
+    ]
+    # one test per behaviour, each of the three results: below low, above high, between
+    assert any(value < low <= high and result == low for value, low, high, result in pinned)
+    assert any(value > high >= low and result == high for value, low, high, result in pinned)
+    assert any(low <= value <= high and result == value for value, low, high, result in pinned)
     assert len(details["tests"]) == 4 and outcome.tools.errors == 0
     for _ in range(2):
         done = run_generated(project, outcome)

@@ -298,3 +298,10 @@ def test_a_class_without_init_is_built_from_its_fields() -> None:
 def test_a_parameter_annotated_with_a_class_of_the_module_gets_one_built() -> None:
     found = candidate_inputs(DATACLASSES, "Shelf.put", limit=4)
     assert found[0].args == ("Item('abc', 1, 3)", "1")  # count at its default
+
+
+def test_the_telling_base_gives_parameters_different_ints() -> None:
+    """Equal arguments hide which one went where: the second base moves a repeated int on."""
+    source = "def flip(func, a, b):\n    return func(b, a)\n"
+    cases = [c.case.text for c in candidate_inputs(source, "flip", limit=4)]
+    assert cases[:2] == ["operator.add, 1, 1", "operator.add, 1, 3"]

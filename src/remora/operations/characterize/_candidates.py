@@ -434,11 +434,18 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
     # A second base of telling values (not zero, empty or None) for every parameter at
     # once: guards such as ``if days <= 0 or balance <= 0: return 0`` are passed only when
     # all of them are, which varying one parameter of the first base never does.
+    # An int another parameter already has is moved on (``flip(f, 1, 3)``, not
+    # ``flip(f, 1, 1)``): equal arguments hide which one went where.
     telling = dict(base)
+    used: set[str] = set()
     for p in params:
         values = [v for t in _TIERS for v in pools[p.name].get(t, []) if _telling(v)]
         if values and (p.default is _MISSING or not _telling(p.default)):
-            telling[p.name] = values[-1] if p.has_default else values[0]
+            value = values[-1] if p.has_default else values[0]
+            while repr(value) in used and isinstance(value, int) and not isinstance(value, bool):
+                value += 2
+            telling[p.name] = value
+            used.add(repr(value))
     bases = [base] if telling == base else [base, telling]
     for start in bases:
         yield _build(params, start, "default")
