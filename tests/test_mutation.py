@@ -173,3 +173,40 @@ def test_selection_keeps_tests_that_add_arcs_or_kills_most_telling_first() -> No
     )
     assert select_tests(tests, report) == ["test_b", "test_c"]
     assert informative(tests["test_b"]) > informative(tests["test_a"])
+
+
+def _typed(case: str, arcs: list[tuple[int, int]]) -> Observation:
+    return Observation(
+        case=case,
+        source="name",
+        verdict="kept",
+        returned={"kind": "value", "type": "function"},
+        arcs=arcs,
+    )
+
+
+def test_behaviours_only_a_type_can_pin_earn_a_test_by_killing_a_mutant() -> None:
+    """Three paths of ``memoize`` whose results (functions) can only be checked by type:
+    one test (the most telling) is kept when nothing else is, and another only for the
+    mutant it alone kills."""
+    tests = {
+        "test_a": _typed("f", [(1, 2)]),
+        "test_b": _typed("f, {}", [(1, 3)]),
+        "test_c": _typed("f, None, 1", [(1, 4)]),
+    }
+
+    def report(killed: dict[int, list[str]]) -> MutationReport:
+        return MutationReport.model_validate(
+            {
+                "mutants": [
+                    {"index": i, "line": 1, "change": "", "status": "killed", "killed_by": by}
+                    for i, by in killed.items()
+                ]
+            }
+        )
+
+    assert select_tests(tests, report({0: ["test_a", "test_b", "test_c"]})) == ["test_c"]
+    both = report({0: ["test_a", "test_b"], 1: ["test_c"]})
+    assert select_tests(tests, both) == ["test_a", "test_c"]
+    with_value = {**tests, "test_d": _observation("2", "4", [(1, 5)])}
+    assert select_tests(with_value, report({0: ["test_d"]})) == ["test_d"]

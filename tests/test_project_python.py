@@ -73,7 +73,7 @@ def test_pytest_and_coverage_run_under_the_projects_python(project: Path) -> Non
     assert report["ok"] is True, report
     assert [test["outcome"] for test in report["tests"]] == ["passed"]
     target = load_target(ctx, "pkg/mod.py", "answer")
-    reasons, coverage = _measure(ctx, target, "tests/test_mod.py", runs=1)
+    reasons, coverage = _measure(ctx, target, "tests/test_mod.py", (), runs=1)
     assert set(reasons.values()) == {""}, reasons
     assert coverage.missing_lines  # `return 0` is never run: coverage really measured it
 

@@ -350,7 +350,11 @@ def run_mutants(
 def select_tests(tests: dict[str, Observation], mutation: MutationReport) -> list[str]:
     """The tests worth keeping, in their order: one for each behaviour observed (outcome and
     path taken), the one that kills most mutants and has the most telling values; then, one
-    at a time, any other test that kills a mutant none kept kills yet."""
+    at a time, any other test that kills a mutant none kept kills yet.
+
+    A behaviour whose test can only check the result's type (no literal of it was written)
+    earns a test only by killing a mutant no other kept test kills, or when nothing else is
+    kept: five ``type(memoize(...)).__name__ == "function"`` tests pin nothing five times."""
     kills = mutation.kills()
     order = {name: index for index, name in enumerate(tests)}
     groups: dict[tuple[Any, ...], list[str]] = {}
@@ -360,7 +364,10 @@ def select_tests(tests: dict[str, Observation], mutation: MutationReport) -> lis
     def strength(name: str) -> tuple[int, int, int]:
         return (len(kills.get(name, set())), informative(tests[name]), -order[name])
 
-    chosen = [max(names, key=strength) for names in groups.values()]
+    strongest = [max(names, key=strength) for names in groups.values()]
+    chosen = [name for name in strongest if _pins_a_value(tests[name])]
+    if not chosen and strongest:
+        chosen = [max(strongest, key=strength)]
     killed = set().union(*(kills.get(name, set()) for name in chosen))
     remaining = [name for name in tests if name not in chosen]
     while remaining:
@@ -371,6 +378,12 @@ def select_tests(tests: dict[str, Observation], mutation: MutationReport) -> lis
         chosen.append(best)
         remaining.remove(best)
     return sorted(chosen, key=order.__getitem__)
+
+
+def _pins_a_value(observation: Observation) -> bool:
+    """Whether its test checks more than a type: what it raised, or a written result."""
+    returned = observation.returned or {}
+    return observation.raised is not None or returned.get("literal") is not None
 
 
 _TRIVIAL = frozenset({"0", "0.0", "None", "False", "''", '""', "[]", "{}", "()", "set()", "b''"})
