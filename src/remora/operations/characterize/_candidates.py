@@ -65,7 +65,7 @@ class Candidate:
     @property
     def telling(self) -> int:
         """How many of its arguments say something (not zero, empty, None or False)."""
-        return sum(a not in _EMPTY for a in (*self.args, *self.kwargs.values()))
+        return sum(a not in EMPTY_VALUES for a in (*self.args, *self.kwargs.values()))
 
     def to_json(self) -> dict[str, Any]:
         """The candidate as plain JSON data, ready for a sandboxed script."""
@@ -200,7 +200,10 @@ def _constructors(tree: ast.Module) -> dict[str, str]:
     return found
 
 
-_EMPTY = frozenset({"0", "0.0", "None", "False", "''", '""', "[]", "{}", "()"})
+EMPTY_VALUES = frozenset(
+    {"0", "0.0", "None", "False", "''", '""', "[]", "{}", "()", "set()", "b''"}
+)
+"""Argument or result source that says nothing in a test: zero, empty, None, False."""
 
 
 def _fields_init(cls: ast.ClassDef) -> ast.FunctionDef | None:
@@ -524,14 +527,11 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
     return pools
 
 
-def _body_literals(
-    name: str, func: _FuncDef, constants: Mapping[str, list[Any]] | None = None
-) -> list[Any]:
+def _body_literals(name: str, func: _FuncDef, constants: Mapping[str, list[Any]]) -> list[Any]:
     """Values the body compares ``name`` with, numeric boundaries, keys it subscripts, and
     the keys or items of a module constant it looks ``name`` up in."""
     values: list[Any] = []
     keys: list[str] = []
-    constants = constants or {}
     for node in ast.walk(func):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]

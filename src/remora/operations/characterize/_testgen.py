@@ -180,8 +180,7 @@ def _describe(behaviour: Behaviour) -> str:
         elif literal is not None and re.fullmatch(r"-?0(\.0)?", literal):
             words = "returns_zero"
         elif literal is not None and re.fullmatch(_SHORT_VALUE, literal):
-            value = literal.strip("'")
-            words = "returns_" + _snake(re.sub(r"^-(?=\d)", "minus_", value).replace(".", "_"))
+            words = f"returns_{_value_words(literal)}"
         elif literal is not None and literal.startswith("-") and short in ("int", "float"):
             words = f"returns_negative_{short}"
         else:
@@ -200,14 +199,19 @@ def _arguments_hint(call: str) -> str:
         return ""
     values = [*node.args, *(keyword.value for keyword in node.keywords)]
     words = [
-        _snake(re.sub(r"^-(?=\d)", "minus_", text).replace(".", "_"))
+        _value_words(text)
         for value in values
         if isinstance(value, ast.Constant)
         and not isinstance(value.value, bytes)
         and re.fullmatch(_SHORT_VALUE, text := repr(value.value))
     ]
-    hint = "_".join(word.strip("'") for word in words)[:40].strip("_")
+    hint = "_".join(words)[:40].strip("_")
     return f"_for_{hint}" if hint else ""
+
+
+def _value_words(literal: str) -> str:
+    """A short value's literal as name words: ``-1.5`` is ``minus_1_5``, ``'abc'`` ``abc``."""
+    return _snake(re.sub(r"^-(?=\d)", "minus_", literal.strip("'")))
 
 
 def _snake(name: str) -> str:

@@ -33,6 +33,7 @@ from remora.operations.characterize._arguments import (
     exception_name,
     parse_case,
 )
+from remora.operations.characterize._candidates import EMPTY_VALUES
 from remora.operations.characterize._coverage import (
     FunctionCoverage,
     file_entry,
@@ -386,9 +387,6 @@ def _pins_a_value(observation: Observation) -> bool:
     return observation.raised is not None or returned.get("literal") is not None
 
 
-_TRIVIAL = frozenset({"0", "0.0", "None", "False", "''", '""', "[]", "{}", "()", "set()", "b''"})
-
-
 def informative(observation: Observation) -> int:
     """How much a test's values say: arguments that are not zero, empty or None, and a
     result that is not (``bulk_price(3, 99) == 282`` over ``bulk_price(0, 99) == 0``)."""
@@ -398,9 +396,9 @@ def informative(observation: Observation) -> int:
         return 0
     assert isinstance(call, ast.Call)
     values = [*call.args, *(keyword.value for keyword in call.keywords)]
-    score = sum(1 for value in values if ast.unparse(value) not in _TRIVIAL)
+    score = sum(1 for value in values if ast.unparse(value) not in EMPTY_VALUES)
     literal = (observation.returned or {}).get("literal")
-    if observation.raised is None and literal is not None and str(literal) not in _TRIVIAL:
+    if observation.raised is None and literal is not None and str(literal) not in EMPTY_VALUES:
         score += 2
     return score
 

@@ -60,9 +60,7 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     complete = not missing and not exits and not survivors
     text = (
         f"The host's argument lists ran; {len(report['kept'])} test(s) pass twice: "
-        f"{report['coverage_summary']}"
-        + (f"; {report['mutation_summary']}" if report.get("mutation_summary") else "")
-        + "."
+        f"{_reached(report)}."
     )
     if missing or exits:
         marked = _marked_source(target.source, qualname, missing, exits)
@@ -70,6 +68,12 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     if survivors:
         text += "\n" + surviving_mutants_text(target.source, survivors)
     return {"complete": complete, "grew": grew, "text": text}
+
+
+def _reached(report: dict[str, Any]) -> str:
+    """What the kept tests reach: the coverage summary, then the mutants they kill."""
+    mutation = report.get("mutation_summary")
+    return str(report["coverage_summary"]) + (f"; {mutation}" if mutation else "")
 
 
 def surviving_mutants_text(source: str, survivors: list[MutantOutcome]) -> str:
@@ -125,8 +129,7 @@ def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, 
     return {
         "status": "success",
         "summary": f"{len(report['kept'])} characterization test(s) in {report['path']} "
-        f"pass twice; {report['coverage_summary']}"
-        + (f"; {report['mutation_summary']}" if report.get("mutation_summary") else "")
+        f"pass twice; {_reached(report)}"
         + (f" (not checked on another date: {unmoved})" if unmoved else ""),
         "details": {
             "test_file": report["path"],
