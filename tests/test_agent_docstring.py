@@ -94,7 +94,7 @@ def test_the_model_sees_the_evidence_and_is_asked_one_item_at_a_time(project: Pa
     first = outcome.requests[0].messages[1].content
     assert "Describe: price_cents, percent, the return value" in first
     assert 'Raises ValueError with the message "percent must be between 0 and 100"' in first
-    assert "test_prices.py:5: assert apply_discount(1000, 50) == 500" in first
+    assert "apply_discount(1000, 50) returns 500" in first
     asked = [request.choices for request in outcome.requests[1:]]
     assert asked == [{"item": ["price_cents"]}, {"item": ["percent"]}, {"item": ["return"]}]
 

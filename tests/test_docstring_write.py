@@ -148,8 +148,13 @@ def test_evidence_names_signature_items_raise_message_and_calls(ctx: CapabilityC
     assert lines[0] == "Signature: shift(offsets: list[int], fill: int = 0) -> list[int]"
     assert lines[1].startswith("Describe: offsets, fill, the return value")
     assert 'Raises ValueError with the message "fill must not be negative"' in lines
-    assert "How the project calls it:" in lines
-    assert text.index("tests/test_seqs.py:5:") < text.index("app.py:3:")
+    # The project's calls, run in the sandbox: what each returned, in the order found.
+    assert "Seen when the project's calls were run:" in lines
+    assert evidence["observed"] == [
+        "shift([1, 2], fill=1) returns [2, 3]",
+        "shift([3], 1) returns [4]",
+    ]
+    assert text.index("shift([1, 2], fill=1) returns") < text.index("shift([3], 1) returns")
 
 
 def test_evidence_keeps_what_is_described(ctx: CapabilityContext) -> None:
@@ -176,10 +181,15 @@ def test_evidence_of_an_unknown_name(ctx: CapabilityContext) -> None:
 
 def test_write_refuses_a_summary_that_only_repeats_the_name(ctx: CapabilityContext) -> None:
     result = docstring_write(ctx, "seqs.py", "shift", "Shift.")
-    assert result == {"written": False, "summary_problem": "repeats_name"}
+    assert result == {
+        "written": False,
+        "summary_problem": "repeats_name",
+        "detail": "",
+        "left_for_person": False,
+    }
     assert read_file(ctx, "seqs.py") == SOURCE
     copied = docstring_write(ctx, "seqs.py", "shift", "Write one line.", avoid=["Write one line."])
-    assert copied == {"written": False, "summary_problem": "copies_text"}
+    assert (copied["summary_problem"], copied["left_for_person"]) == ("copies_text", False)
     assert read_file(ctx, "seqs.py") == SOURCE
 
 
@@ -403,7 +413,7 @@ def test_verdict_partial_names_the_return_value(ctx: CapabilityContext) -> None:
 def test_verdict_failed_without_a_docstring(ctx: CapabilityContext) -> None:
     verdict = docstring_verdict(ctx, "seqs.py", "shift")
     assert verdict["status"] == "failed"
-    assert verdict["summary"] == "no docstring written for shift: no usable summary"
+    assert verdict["summary"] == "no docstring written for shift: no usable summary; left for you"
 
 
 # docstring_host_only

@@ -84,6 +84,9 @@ def test_the_original_docstrings_are_the_near_clean_reference(
     assert values["params_consistent"] == 1.0
     assert values["rouge_l"] == pytest.approx(1.0)
     assert values["bleu"] == pytest.approx(1.0)
+    assert values["meaning"] == pytest.approx(1.0, abs=1e-3)
+    # The authors' own summaries contradict nothing observed: the check has no false alarm.
+    assert values["contradictions"] == 0
     assert values["imports"] == 1.0
     clean = values["pydoclint_clean"]
     assert isinstance(clean, float) and clean >= 2 / 3
@@ -120,6 +123,9 @@ def test_the_name_baseline_is_clean_but_far_from_the_original(
     rouge, bleu = values["rouge_l"], values["bleu"]
     assert isinstance(rouge, float) and 0 <= rouge < 0.6
     assert isinstance(bleu, float) and 0 <= bleu < 0.1
+    # The name says less than the authors' line: closer by meaning than by words, not equal.
+    meaning = values["meaning"]
+    assert isinstance(meaning, float) and rouge < meaning < 0.9
 
 
 def test_remora_writes_the_original_words_and_no_filler(

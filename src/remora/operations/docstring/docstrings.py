@@ -89,14 +89,17 @@ def docstring_set(
     params: dict[str, str] | None = None,
     returns: str | None = None,
     raises: dict[str, str] | None = None,
+    types: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write the docstring of a function, method, class or (empty qualname) the module.
 
-    Give the one-line ``summary``; the Args/Returns/Raises sections are built from the
-    code in ``style`` (google, numpy or sphinx; default: the operation's ``style`` option,
-    else google). ``params`` maps parameter names to descriptions, ``raises`` exception names
-    to descriptions; both optional. An existing docstring is replaced, otherwise one is
-    inserted; the result shows the diff and lists what is left ``undescribed``.
+        Give the one-line ``summary``; the Args/Returns/Raises sections are built from the
+        code in ``style`` (google, numpy or sphinx; default: the operation's ``style`` option,
+        else google). ``params`` maps parameter names to descriptions, ``raises`` exception names
+        to descriptions; both optional. ``types`` maps parameter names (and ``return``) without an
+    annotation to the type observed when the code ran, shown beside their descriptions. An
+    existing docstring is replaced, otherwise one is
+        inserted; the result shows the diff and lists what is left ``undescribed``.
     """
     qualname = _qualname(qualname)
     chosen = style_option(ctx, style)
@@ -110,7 +113,7 @@ def docstring_set(
     given = {str(k).lstrip("*"): str(v) for k, v in (params or {}).items() if str(v).strip()}
     messages = raise_messages(located.node) if located else {}
     content, ignored, undescribed = _content(
-        line, description, info, old, given, returns, dict(raises or {}), messages
+        line, description, info, old, given, returns, dict(raises or {}), messages, types or {}
     )
     from remora.operations.docstring import _cst as _docstring_cst  # libcst, imported on first use
 
@@ -178,12 +181,14 @@ def _content(
     returns: str | None,
     raises: dict[str, str],
     messages: dict[str, str],
+    types: dict[str, str],
 ) -> tuple[DocstringContent, list[str], list[str]]:
     """The docstring's parts, the given names that are not parameters, and what is left
     undescribed: supplied text first, then what the old docstring said, then (raises) the
     raise statement's message. Nothing is made up: a parameter, return value or exception
     without a description is left out for the person to describe."""
     params: list[tuple[str, str | None, str]] = []
+    observed: set[str] = set()
     names: set[str] = set()
     undescribed: list[str] = []
     for param in info["params"] if info else []:
@@ -191,8 +196,11 @@ def _content(
         names.add(name)
         stars = {"var_positional": "*", "var_keyword": "**"}.get(param["kind"], "")
         text = given.get(name) or old.params.get(name)
+        annotation = _unquote(param["annotation"])
+        if text and annotation is None and types.get(name):
+            observed.add(stars + name)
         if text:
-            params.append((stars + name, _unquote(param["annotation"]), _sentence(text)))
+            params.append((stars + name, annotation or types.get(name), _sentence(text)))
         else:
             undescribed.append(name)
     returned: tuple[str | None, str] | None = None
@@ -211,7 +219,7 @@ def _content(
         elif value == RETURN_KEY:
             text = returns or old.returns
             if text:
-                returned = (annotation, _sentence(text))
+                returned = (annotation or types.get(RETURN_KEY), _sentence(text))
             else:
                 undescribed.append(RETURN_KEY)
         for name in dict.fromkeys([*info["raises"], *old.raises, *raises]):
@@ -228,6 +236,7 @@ def _content(
         yields=yielded,
         raises=tuple(thrown),
         other_sections=tuple(old.other_sections),
+        typed_in_docstring=frozenset(observed),
     )
     return content, sorted(set(given) - names), undescribed
 

