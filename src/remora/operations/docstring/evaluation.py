@@ -859,6 +859,7 @@ def _details(
         {
             "target": item.ref.target,
             "original": item.original,
+            "observed_kinds": sorted(item.kinds),
             "results": {
                 tool: measured.functions[index].detail()
                 for tool, measured in rows
