@@ -139,24 +139,32 @@ def test_numpy_style_comes_from_the_options(project: Path) -> None:
 
 
 def test_filler_is_refused_and_left_for_the_person(project: Path) -> None:
-    """No filler: a description that only restates the name is not written, the item is
-    not asked again, and the job is partial, naming what is left."""
+    """No filler: a description that only restates the name is not written; the item is
+    asked again with the complaint twice, then left, and the job is partial, naming what is
+    left."""
     script = [
         IDEAL[0],
-        call("describe", item="price_cents", text="The price cents."),
+        *(
+            call("describe", item="price_cents", text=t)
+            for t in ("The price cents.", "Cents.", "Price.")
+        ),
         IDEAL[2],
-        call("describe", item="return", text="The result."),
+        *(call("describe", item="return", text=t) for t in ("The result.", "Result.", "Returned.")),
     ]
     outcome = run_operation(
         project, "docstring", "prices.py", script, qualname="apply_discount", options=DESCRIBE
     )
-    assert outcome.result.status == "partial", outcome.result
+    assert outcome.result.status == "partial", (outcome.result.summary, outcome.result.error)
     assert "Left for you: describe price_cents, the return value" in outcome.result.summary
     assert outcome.result.details["undescribed"] == ["price_cents", "return"]
     written = _docstring(outcome.changed["prices.py"], "apply_discount") or ""
     assert "price cents" not in written.lower() and "The result" not in written
     assert "percent: Share of the price taken off, from 0 to 100." in written
-    assert "Not written (only restates the name)" in outcome.tool_summaries[2]
+    assert (
+        "Not written (only restates the name). Describe `price_cents` in other words."
+        in (outcome.tool_summaries[2])
+    )
+    assert "`price_cents` is left for the person" in outcome.tool_summaries[4]
 
 
 def test_a_summary_that_repeats_the_name_is_refused(project: Path) -> None:

@@ -238,15 +238,33 @@ def test_describe_writes_an_accepted_description_and_moves_on(ctx: CapabilityCon
     assert "ValueError: Fill must not be negative." in docstring
 
 
-def test_describe_refuses_filler_and_does_not_ask_again(ctx: CapabilityContext) -> None:
+def test_describe_refuses_filler_asks_again_twice_then_leaves_it(ctx: CapabilityContext) -> None:
     docstring_write(ctx, "seqs.py", "shift", SUMMARY)
     before = read_file(ctx, "seqs.py")
     result = docstring_describe(ctx, "seqs.py", "shift", "offsets", "The offsets.")
     assert result["refused"] == "only restates the name"
     assert read_file(ctx, "seqs.py") == before
     assert result["undescribed"] == ["offsets", "fill", "return"]
-    assert result["next"] == "fill"
+    # The complaint goes back to the model: the same item is asked again, twice.
+    assert (result["next"], result["left_for_person"]) == ("offsets", False)
+    again = docstring_describe(ctx, "seqs.py", "shift", "offsets", "The offset values.")
+    assert (again["next"], again["left_for_person"]) == ("offsets", False)
+    last = docstring_describe(ctx, "seqs.py", "shift", "offsets", "Offsets.")
+    assert (last["next"], last["left_for_person"]) == ("fill", True)
     assert docstring_next(ctx, "seqs.py", "shift")["next"] == "fill"
+    assert read_file(ctx, "seqs.py") == before
+
+
+def test_describe_refuses_a_run_on_or_unfinished_description(ctx: CapabilityContext) -> None:
+    docstring_write(ctx, "seqs.py", "shift", SUMMARY)
+    run_on = "The amount added to the amount added to the amount added."
+    assert docstring_describe(ctx, "seqs.py", "shift", "fill", run_on)["refused"] == (
+        "repeats itself"
+    )
+    cut = "How far each offset is moved, in the."
+    assert docstring_describe(ctx, "seqs.py", "shift", "fill", cut)["refused"] == (
+        "stops mid-sentence"
+    )
 
 
 def test_describe_refuses_text_copied_from_the_summary_or_another_description(
@@ -258,7 +276,7 @@ def test_describe_refuses_text_copied_from_the_summary_or_another_description(
     assert docstring_describe(ctx, "seqs.py", "shift", "fill", GOOD)["refused"] is None
     again = docstring_describe(ctx, "seqs.py", "shift", "return", GOOD)
     assert again["refused"] == "copies text used elsewhere"
-    assert again["undescribed"] == ["offsets", "return"] and again["next"] is None
+    assert again["undescribed"] == ["offsets", "return"] and again["next"] == "offsets"
 
 
 def test_describe_refuses_an_unknown_item(ctx: CapabilityContext) -> None:
@@ -355,9 +373,9 @@ def test_ask_submits_when_nothing_is_left(ctx: CapabilityContext) -> None:
 def test_ask_submits_when_only_undescribed_findings_are_left(ctx: CapabilityContext) -> None:
     """Findings that only say an item is undescribed are not the summary's fault."""
     docstring_write(ctx, "seqs.py", "shift", SUMMARY)
-    left = docstring_describe(ctx, "seqs.py", "shift", "offsets", "The offsets.")
-    left = docstring_describe(ctx, "seqs.py", "shift", "fill", "The fill value.")
-    left = docstring_describe(ctx, "seqs.py", "shift", "return", "The result.")
+    for item, filler in (("offsets", "The offsets."), ("fill", "The fill."), ("return", "Result.")):
+        for _ in range(3):  # refused, complained about twice, then left for the person
+            left = docstring_describe(ctx, "seqs.py", "shift", item, filler)
     assert left["next"] is None and left["undescribed"] == ["offsets", "fill", "return"]
     assert left["problems"]
     assert docstring_ask(ctx, left, "Refused.")["next_tools"] == ["submit_result"]

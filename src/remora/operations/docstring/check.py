@@ -330,8 +330,8 @@ def description_problem(
     """Why a description of a parameter, return value or exception helps no reader, or
     None: it only restates the name (:func:`restates`), is too short to say anything,
     speaks of the tools instead of the code (:data:`TOOL_TALK`), copies text already used
-    (the summary, another description: ``seen``), or repeats itself, as small models do
-    when they run on."""
+    (the summary, another description: ``seen``), repeats itself, as small models do
+    when they run on, or stops mid-sentence."""
     text = " ".join(description.split())
     words = _WORD.findall(text.lower())
     if len(words) < 2 or not any(len(word) > 2 for word in words):
@@ -346,8 +346,10 @@ def description_problem(
             return "copies text used elsewhere"
     sentences = [" ".join(_WORD.findall(part.lower())) for part in re.split(r"[.;!?]", text)]
     sentences = [sentence for sentence in sentences if sentence]
-    if len(sentences) != len(set(sentences)):
+    if len(sentences) != len(set(sentences)) or repeated_run(words):
         return "repeats itself"
+    if unfinished(text):
+        return "stops mid-sentence"
     return None
 
 

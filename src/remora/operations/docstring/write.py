@@ -171,13 +171,13 @@ def docstring_describe(
     """Add the model's description of one ``item`` (a parameter, ``return``, ``yield`` or an
     exception the code raises) to the docstring, unless it helps no reader
     (:func:`~remora.operations.docstring.check.description_problem`, or it copies the
-    signature; ``refused`` says why). Either way the item is not asked again; then what is
-    left, as :func:`docstring_next` says."""
+    signature; ``refused`` says why). A refused item is asked again, with the complaint,
+    :data:`MAX_COMPLAINTS` times; then ``left_for_person`` and it is not asked again. Then
+    what is left, as :func:`docstring_next` says."""
     relative, source = read_text(ctx, path)
     tree = parse_python(source, relative)
     info = describe(source, locate(tree, qualname, relative))
     asked = _asked(ctx, relative, qualname)
-    asked.add(item)
     annotations = {param["name"]: param["annotation"] or "" for param in info["params"]}
     summary = _summary_of(tree, qualname)
     seen = [summary or "", *_written(ctx, relative, qualname)]
@@ -204,7 +204,22 @@ def docstring_describe(
         _written(ctx, relative, qualname).append(text)
     elif refused is None:
         refused = "the docstring has no summary yet"
-    return {"item": item, "refused": refused, **docstring_next(ctx, relative, qualname)}
+    complaints = _refused(ctx, relative, f"{qualname}:{item}")
+    if refused is not None:
+        complaints.append(refused)
+    left_for_person = len(complaints) > MAX_COMPLAINTS or refused in (
+        None,
+        "nothing of that name to describe",
+        "the docstring has no summary yet",
+    )
+    if left_for_person:
+        asked.add(item)
+    return {
+        "item": item,
+        "refused": refused,
+        "left_for_person": refused is not None and left_for_person,
+        **docstring_next(ctx, relative, qualname),
+    }
 
 
 @capability
