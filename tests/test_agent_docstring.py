@@ -189,14 +189,22 @@ def test_an_invalid_argument_is_refused_before_any_tool_runs(project: Path) -> N
 
 
 def test_when_no_summary_is_usable_the_job_fails_and_changes_nothing(project: Path) -> None:
-    copied = call("write_docstring", summary="def apply_discount(price_cents, percent):")
-    script = [copied, call("submit_result", summary="done")]
+    """A refused summary is complained about twice (the model must try again: it cannot
+    submit); the third refusal leaves the docstring for the person, and the host submits."""
+    script = [
+        call("write_docstring", summary="def apply_discount(price_cents, percent):"),
+        call("write_docstring", summary="Apply discount."),
+        call("write_docstring", summary="Take the discount off the price of the."),
+    ]
     outcome = run_operation(
         project, "docstring", "prices.py", script, qualname="apply_discount", options=DESCRIBE
     )
     assert outcome.result.status == "failed"
     assert "no usable summary" in (outcome.result.error or "")
+    assert "left for you" in (outcome.result.error or "")
     assert outcome.changed == {}
+    assert "Call write_docstring again" in outcome.tool_summaries[1]
+    assert "The summary is left for the person." in outcome.tool_summaries[3]
 
 
 def test_without_the_model_the_host_writes_what_it_can(project: Path) -> None:

@@ -234,6 +234,24 @@ def test_an_accepted_summary_gets_the_observed_types_in_its_sections(
 
 
 def test_result_kinds_judge_by_observation_else_by_returns(ctx: CapabilityContext) -> None:
-    assert result_kinds(ctx, "billing/invoices.py", "parse_date") == {"date"}
-    assert result_kinds(ctx, "billing/invoices.py", "label") == {"text"}
-    assert result_kinds(ctx, "billing/invoices.py", "increment") == set()
+    assert result_kinds(ctx, "billing/invoices.py", "parse_date") == ({"date"}, set())
+    assert result_kinds(ctx, "billing/invoices.py", "label") == ({"text"}, set())
+    assert result_kinds(ctx, "billing/invoices.py", "increment") == (set(), set())
+
+
+def test_claims_about_the_items_of_a_sequence_are_checked_too() -> None:
+    claim = "Partition all values into a list of integers."
+    assert contradiction(claim, {"sequence"}, {"sequence"}) is not None
+    assert contradiction(claim, {"sequence"}, {"number"}) is None
+    assert contradiction("Return a list of strings.", {"sequence"}, set()) is None
+
+
+def test_a_number_the_code_does_not_have_is_refused(ctx: CapabilityContext) -> None:
+    checked = docstring_summary_check(
+        ctx,
+        "Extract the first 100 items of the text.",
+        "parse_date",
+        code="def parse_date(text):\n    return text\n",
+    )
+    assert (checked["problem"], checked["detail"]) == ("unknown_number", "the code has no 100")
+    assert docstring_summary_check(ctx, "Sort in imperative mode.", "f")["problem"] == "copies_text"

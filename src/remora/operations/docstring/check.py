@@ -150,6 +150,8 @@ def docstring_summary_check(
     avoid: list[str] | None = None,
     known_names: list[str] | None = None,
     kinds: list[str] | None = None,
+    code: str | None = None,
+    item_kinds: list[str] | None = None,
 ) -> dict[str, Any]:
     """Whether ``summary`` says more than the name ``name`` already does, and nothing the
     host knows to be false.
@@ -159,8 +161,10 @@ def docstring_summary_check(
     texts, such as the tool's own instructions, or the signature), ``repeats_name`` (no
     word beyond the name's own and filler words), ``repeats_words`` (a run of words said
     twice, as a small model does when it runs on), ``unfinished`` (it stops mid-sentence),
-    ``unknown_name`` (it names code that is not in ``known_names``) or ``wrong_kind`` (the
-    result it claims is of none of the observed ``kinds``; see
+    ``unknown_name`` (it names code that is not in ``known_names``), ``unknown_number`` (it
+    states a number the definition's ``code`` does not have) or ``wrong_kind`` (the
+    result it claims, or its items, are of none of the observed ``kinds`` or
+    ``item_kinds``; see
     :func:`~remora.operations.docstring.grounding.contradiction`). ``detail`` says more.
     """
     text = " ".join(str(summary or "").split())
@@ -187,7 +191,9 @@ def docstring_summary_check(
         problem, detail = "unfinished", "it stops mid-sentence"
     elif known_names is not None and (unknown := unknown_names(text, known_names)):
         problem, detail = "unknown_name", f"the code has no {', '.join(unknown)}"
-    elif kinds and (wrong := contradiction(text, set(kinds))):
+    elif code is not None and (numbers := unknown_numbers(text, code)):
+        problem, detail = "unknown_number", f"the code has no {', '.join(numbers)}"
+    elif wrong := contradiction(text, set(kinds or ()), set(item_kinds or ())):
         problem, detail = "wrong_kind", wrong
     return {"ok": problem is None, "problem": problem, "detail": detail, "summary": text}
 
@@ -229,6 +235,21 @@ def unfinished(text: str) -> bool:
     if stripped.count("(") != stripped.count(")") or stripped.count("`") % 2:
         return True
     return stripped[-1].isalnum() and words[-1] in _DANGLING
+
+
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]*\w)")
+
+
+def unknown_numbers(text: str, code: str) -> list[str]:
+    """The numbers above 2 that ``text`` states and ``code`` does not have: a small model
+    takes them from the examples it was shown ("Extract the first 100 items.") and states
+    them as the code's own."""
+    have = set(_NUMBER.findall(code))
+    return [
+        number
+        for number in dict.fromkeys(_NUMBER.findall(text))
+        if float(number) > 2 and number not in have
+    ]
 
 
 _CODE_NAME = re.compile(
@@ -306,7 +327,7 @@ _GENERIC = frozenset(
 TOOL_TALK = re.compile(
     r"\bnow call\b|\bcall (?:describe|write_docstring|submit_result|read_signature)\b"
     r"|^document(?:ed)?\b|\bone-line summary\b|\bsections are (?:added|built)\b"
-    r"|\bthe host\b|\bfor you\b",
+    r"|\bthe host\b|\bfor you\b|\bimperative mo(?:od|de)\b",
     re.IGNORECASE,
 )
 """Words of the agent's tools and of its training episodes' submit summaries ("Documented

@@ -243,6 +243,8 @@ class Chosen:
     kinds: frozenset[str] = frozenset()
     """The kinds of result it was seen returning in the original package (see
     :func:`~remora.operations.docstring.grounding.result_kinds`)."""
+    item_kinds: frozenset[str] = frozenset()
+    """The kinds of the items of the sequences it was seen returning."""
 
 
 @dataclass
@@ -339,7 +341,14 @@ def evaluate(ctx: EvalContext) -> OperationReport:
 
     ctx.progress.doing("running the chosen functions' examples and call sites")
     kinds = observed_kinds(ctx.original, chosen, ctx.work / "observe-state")
-    chosen = [replace(item, kinds=frozenset(kinds.get(item.ref.target, ()))) for item in chosen]
+    chosen = [
+        replace(
+            item,
+            kinds=frozenset(kinds.get(item.ref.target, ((), ()))[0]),
+            item_kinds=frozenset(kinds.get(item.ref.target, ((), ()))[1]),
+        )
+        for item in chosen
+    ]
     ctx.progress.done()
     ctx.progress.doing("measuring the original docstrings")
     reference = measure(ctx.original, chosen)
@@ -599,12 +608,14 @@ def write_name_summaries(project: Project, chosen: Sequence[Chosen], state: Path
     return errors
 
 
-def observed_kinds(project: Project, chosen: Sequence[Chosen], state: Path) -> dict[str, set[str]]:
+def observed_kinds(
+    project: Project, chosen: Sequence[Chosen], state: Path
+) -> dict[str, tuple[set[str], set[str]]]:
     """The kinds of result each chosen function returns in the package as published, by
     target (:func:`~remora.operations.docstring.grounding.result_kinds`: its examples and
     the package's calls of it, run in the sandbox), in an overlay workspace whose state
     lives in ``state``; a function that could not be observed has none."""
-    kinds: dict[str, set[str]] = {}
+    kinds: dict[str, tuple[set[str], set[str]]] = {}
     manager = WorkspaceManager(project.root, state_dir=state)
     with manager.create(OPERATION, "observe-originals") as store:
         capability = CapabilityContext(store=store, config=ToolsConfig(), system={})
@@ -612,7 +623,7 @@ def observed_kinds(project: Project, chosen: Sequence[Chosen], state: Path) -> d
             try:
                 kinds[item.ref.target] = result_kinds(capability, item.ref.path, item.ref.name)
             except Exception:  # one function's failure leaves it unjudged, not the run
-                kinds[item.ref.target] = set()
+                kinds[item.ref.target] = (set(), set())
     return kinds
 
 
@@ -715,7 +726,7 @@ def _measure_function(
             result.described += 1
     result.summary = first_line(docstring)
     result.params_consistent = sorted(documented_params(docstring)) == sorted(item.params)
-    result.contradiction = contradiction(result.summary, set(item.kinds))
+    result.contradiction = contradiction(result.summary, set(item.kinds), set(item.item_kinds))
     result.rouge_l = rouge_l(result.summary, item.original)
     result.bleu = sentence_bleu(result.summary, item.original)
     return result
@@ -860,6 +871,7 @@ def _details(
             "target": item.ref.target,
             "original": item.original,
             "observed_kinds": sorted(item.kinds),
+            "observed_item_kinds": sorted(item.item_kinds),
             "results": {
                 tool: measured.functions[index].detail()
                 for tool, measured in rows

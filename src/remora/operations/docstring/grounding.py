@@ -43,14 +43,26 @@ class Observed:
 
     lines: list[str] = field(default_factory=list)
     kinds: set[str] = field(default_factory=set)
+    item_kinds: set[str] = field(default_factory=set)
+    """The kinds of the items of the sequences it returned (every item seen)."""
     param_types: dict[str, str] = field(default_factory=dict)
     return_type: str | None = None
 
 
 KINDS: dict[str, tuple[str, ...]] = {
     "text": ("string", "strings", "str", "text"),
-    "number": ("integer", "integers", "int", "number", "numbers", "float", "count"),
-    "boolean": ("boolean", "bool", "true", "false", "whether"),
+    "number": (
+        "integer",
+        "integers",
+        "int",
+        "ints",
+        "number",
+        "numbers",
+        "float",
+        "floats",
+        "count",
+    ),
+    "boolean": ("boolean", "booleans", "bool", "true", "false", "whether"),
     "mapping": ("dict", "dictionary", "dictionaries", "mapping", "dicts"),
     "sequence": ("list", "lists", "tuple", "tuples", "sequence", "set", "iterator", "generator"),
     "date": ("date", "datetime", "dates", "timestamp"),
@@ -132,6 +144,7 @@ def observe(ctx: CapabilityContext, relative: str, qualname: str, calls: Iterabl
         if "returned" in record:
             returned = record["returned"]
             observed.kinds.add(_kind(returned))
+            observed.item_kinds |= _item_kinds(returned)
             returns.add(_value_type(returned))
             what = "yields" if returned.get("kind") == "iterator" else "returns"
             observed.lines.append(f"{call_text} {what} {_short(returned['repr'])}")
@@ -244,6 +257,21 @@ def _kind(returned: dict[str, Any]) -> str:
     return _TYPE_KIND.get(str(returned.get("type")), str(returned.get("type")))
 
 
+def _item_kinds(returned: dict[str, Any]) -> set[str]:
+    """The kinds of the items of a returned list, tuple, set or consumed iterator, read from
+    its JSON or, failing that, its repr as a literal; empty when neither says."""
+    if "json" in returned:
+        value = returned["json"]
+    else:
+        try:
+            value = ast.literal_eval(str(returned.get("repr", "")))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return set()
+    if not isinstance(value, list | tuple | set | frozenset):
+        return set()
+    return {_TYPE_KIND.get(type(item).__name__, type(item).__name__) for item in value}
+
+
 def _short(text: str) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= _SHOWN else flat[:_SHOWN] + "..."
@@ -335,9 +363,28 @@ def claimed_kinds(summary: str) -> set[str]:
     return claimed
 
 
-def contradiction(summary: str, kinds: set[str]) -> str | None:
+_ITEMS_CLAIM = re.compile(
+    r"\b(?:lists?|sequences?|tuples?|sets?|iterators?|generators?|iterables?)\s+of\s+"
+    r"(?:\w+\s+){0,2}?(integers|ints|strings|numbers|floats|tuples|lists|dicts|dictionaries"
+    r"|booleans|dates)\b",
+    re.IGNORECASE,
+)
+
+
+def claimed_item_kinds(summary: str) -> set[str]:
+    """The kinds a summary claims for the items of a sequence ("a list of integers")."""
+    return {_WORD_KIND[found.group(1).lower()] for found in _ITEMS_CLAIM.finditer(summary)}
+
+
+def contradiction(summary: str, kinds: set[str], item_kinds: set[str] | None = None) -> str | None:
     """Why ``summary`` contradicts the observed result ``kinds`` (it claims a kind never
-    seen), or None. Numbers are not told apart, nor a set from a list; a bool is a number."""
+    seen) or ``item_kinds`` (it claims items of a kind never seen in a returned sequence),
+    or None. Numbers are not told apart, nor a set from a list; a bool is a number."""
+    items = item_kinds or set()
+    for claim in sorted(claimed_item_kinds(summary)) if items else []:
+        if claim not in items and not (claim == "number" and "boolean" in items):
+            said = ", ".join(sorted(items))
+            return f"it says the items are {_PLURAL[claim]}, but they were seen to be {said}"
     if not kinds:
         return None
     seen = set(kinds) | ({"number"} if "boolean" in kinds else set())
@@ -351,6 +398,16 @@ def contradiction(summary: str, kinds: set[str]) -> str | None:
     return None
 
 
+_PLURAL = {
+    "text": "strings",
+    "number": "numbers",
+    "boolean": "true or false",
+    "mapping": "mappings",
+    "sequence": "sequences",
+    "date": "dates",
+    "none": "None",
+    "callable": "functions",
+}
 _ARTICLE = {
     "text": "a string",
     "number": "a number",
@@ -464,18 +521,19 @@ def examples(tree: ast.Module, qualname: str) -> list[str]:
     ]
 
 
-def result_kinds(ctx: CapabilityContext, relative: str, qualname: str) -> set[str]:
-    """The kinds of result ``qualname`` returns: as its examples and the project's calls
-    showed, else as every ``return`` states; empty when neither says."""
+def result_kinds(ctx: CapabilityContext, relative: str, qualname: str) -> tuple[set[str], set[str]]:
+    """The kinds of result ``qualname`` returns, and of the items of the sequences it
+    returns: as its examples and the project's calls showed, else (results only) as every
+    ``return`` states; empty when neither says."""
     text = scan_text(ctx, relative) or ""
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return set()
+        return set(), set()
     located = find_definition(tree, qualname)
     if located is None:
-        return set()
+        return set(), set()
     name = qualname.rsplit(".", 1)[-1]
     calls = [line for _, _, line in call_lines(ctx, relative, name)]
     observed = observe(ctx, relative, qualname, [*examples(tree, qualname), *calls])
-    return observed.kinds or static_kinds(located.node) or set()
+    return observed.kinds or static_kinds(located.node) or set(), observed.item_kinds

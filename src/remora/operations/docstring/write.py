@@ -143,6 +143,8 @@ def docstring_write(
         avoid,
         sorted(set(_IDENTIFIER.findall(text)) | set(dir(builtins))),
         sorted(grounding.kinds),
+        _node_text(text, tree, qualname),
+        sorted(grounding.observed.item_kinds),
     )
     if not checked_summary["ok"]:
         refused = _refused(ctx, relative, qualname)
@@ -360,6 +362,13 @@ def _grounding(
         observed, callee_summaries(ctx, relative, tree, located.node), kinds, types
     )
     return cache[key]
+
+
+def _node_text(text: str, tree: ast.Module, qualname: str) -> str:
+    """The source lines of ``qualname``'s definition."""
+    node = locate(tree, qualname, "").node
+    lines = text.splitlines()
+    return "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
 
 
 def _refused(ctx: CapabilityContext, path: str, qualname: str) -> list[str]:
