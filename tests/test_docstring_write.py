@@ -449,14 +449,17 @@ def test_host_only_keeps_the_existing_summary(ctx: CapabilityContext) -> None:
     assert _docstring(ctx, "log_each") == "Print every item."
 
 
-def test_host_only_makes_a_summary_from_the_name_and_says_so(ctx: CapabilityContext) -> None:
+def test_host_only_writes_no_summary_made_from_the_name(ctx: CapabilityContext) -> None:
+    """A summary made from the name ("Get user name.") says nothing: without a model the
+    host writes no docstring and says the summary is left for the person."""
     verdict = docstring_host_only(ctx, "seqs.py", "get_user_name")
-    assert _docstring(ctx, "get_user_name") == "Get user name."
-    assert verdict["status"] == "partial"
-    assert verdict["summary"].startswith("Docstring of get_user_name: Get user name.")
-    assert "describe user, the return value" in verdict["summary"]
-    assert verdict["summary"].endswith("(the summary is made from the name: no model was asked)")
-    assert verdict["details"]["undescribed"] == ["user", "return"]
+    assert _docstring(ctx, "get_user_name") is None
+    assert read_file(ctx, "seqs.py") == SOURCE
+    assert verdict["status"] == "failed"
+    assert verdict["summary"] == (
+        "no docstring written for get_user_name: its summary needs words and no model was "
+        "asked (operations.docstring.options.use_model is false); left for you"
+    )
 
 
 def test_host_only_writes_the_raise_message_and_keeps_descriptions(

@@ -25,7 +25,6 @@ from typing import Any
 from remora.operations.docstring._format import (
     ParsedDocstring,
     imperative,
-    name_summary,
     parse_docstring,
 )
 from remora.operations.docstring.check import (
@@ -427,20 +426,21 @@ def docstring_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[
 
 @capability
 def docstring_host_only(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
-    """Everything the host writes without a model: the current summary (or, with none, one
-    made from the name), the sections from the code with the descriptions the docstring
-    already has and the raise statements' messages; then the verdict."""
-    relative, text = read_text(ctx, path)
-    tree = parse_python(text, relative)
-    located = locate(tree, qualname, relative)
+    """Everything the host writes without a model: with the current summary, the sections
+    from the code with the descriptions the docstring already has and the raise statements'
+    messages; then the verdict. Without a summary nothing is written: one made from the
+    name ("Itemfilter.") says nothing, and the job says the summary is left for you."""
+    relative, _ = read_text(ctx, path)
     current = docstring_check(ctx, relative, qualname)
-    name = describe(text, located)["name"]
-    summary = current["summary"] or name_summary(name)
-    docstring_set(ctx, relative, qualname, summary)
-    verdict = docstring_verdict(ctx, relative, qualname)
     if not current["summary"]:
-        verdict["summary"] += " (the summary is made from the name: no model was asked)"
-    return verdict
+        return {
+            "status": "failed",
+            "summary": f"no docstring written for {qualname}: its summary needs words and no "
+            "model was asked (operations.docstring.options.use_model is false); left for you",
+            "details": {},
+        }
+    docstring_set(ctx, relative, qualname, current["summary"])
+    return docstring_verdict(ctx, relative, qualname)
 
 
 def _signature(info: dict[str, Any]) -> str:
