@@ -121,7 +121,7 @@ def test_evidence_shows_observed_calls_and_the_summaries_of_what_the_code_calls(
     ctx: CapabilityContext,
 ) -> None:
     evidence = docstring_evidence(ctx, "billing/invoices.py", "line_total")
-    assert "Seen when the project's calls were run:" in evidence["text"]
+    assert "What those calls returned when the host ran them:" in evidence["text"]
     assert "line_total(2.5, 4) returns 10.0" in evidence["text"]
     assert evidence["callees"] == ["cents: Round an amount of money to whole cents."]
     assert "cents: Round an amount of money to whole cents." in evidence["text"]

@@ -149,7 +149,8 @@ def test_evidence_names_signature_items_raise_message_and_calls(ctx: CapabilityC
     assert lines[1].startswith("Describe: offsets, fill, the return value")
     assert 'Raises ValueError with the message "fill must not be negative"' in lines
     # The project's calls, run in the sandbox: what each returned, in the order found.
-    assert "Seen when the project's calls were run:" in lines
+    assert "How the project calls it:" in lines
+    assert "What those calls returned when the host ran them:" in lines
     assert evidence["observed"] == [
         "shift([1, 2], fill=1) returns [2, 3]",
         "shift([3], 1) returns [4]",

@@ -96,12 +96,12 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     for name in info["raises"]:
         said = messages.get(name)
         lines.append(f"Raises {name}" + (f' with the message "{said}"' if said else ""))
-    if grounding.observed.lines:
-        lines.append("Seen when the project's calls were run:")
-        lines.extend(f"  {line}" for line in grounding.observed.lines)
-    elif calls:
+    if calls:
         lines.append("How the project calls it:")
         lines.extend(f"  {line}" for line in calls)
+    if grounding.observed.lines:
+        lines.append("What those calls returned when the host ran them:")
+        lines.extend(f"  {line}" for line in grounding.observed.lines)
     if grounding.callees:
         lines.append("It calls:")
         lines.extend(f"  {line}" for line in grounding.callees)
