@@ -148,6 +148,11 @@ def test_callees_defined_in_the_same_module_are_summarized(tmp_path: Path) -> No
         ("Return a date string.", {"text"}),
         ("Return True if the code is valid.", {"boolean"}),
         ("Parse a date string.", set()),
+        # inflection's own ordinal(): "to a number" is not where its result is stated.
+        ("Return the suffix that should be added to a number to denote the position", set()),
+        ("Turn a number into an ordinal string used to denote the position", {"text"}),
+        ("Return the string length.", set()),
+        ("Convert a number to a string.", {"text"}),
     ],
 )
 def test_the_result_a_summary_claims(summary: str, claimed: set[str]) -> None:

@@ -91,10 +91,25 @@ _TYPE_KIND = {
     "functools.partial": "callable",
     "builtin_function_or_method": "callable",
 }
+_RESULT_VERB = r"returns?|returning|gives?|produces?|yields?|creates?|builds?|makes?"
+_CONVERT_VERB = r"converts?|turns?|casts?|coerces?|changes?|formats?|renders?|parses?|maps?"
 _CLAIM = re.compile(
-    r"\b(?:returns?|returning|gives?|produces?|yields?|into|as|to|creates?|builds?|makes?)\s+"
-    r"(?=((?:\w+\s+){0,3}\w+))",
-    re.IGNORECASE,
+    rf"\b(?:{_RESULT_VERB})\s+(?=([^.;:!?]*))|\binto\s+(?=([^.;:!?]*))", re.IGNORECASE
+)
+_AS_TO = re.compile(r"\b(as|to)\s+(?=([^.;:!?]*))", re.IGNORECASE)
+_VERB_BEFORE = {
+    "as": re.compile(rf"\b(?:{_RESULT_VERB}|{_CONVERT_VERB})\b[^.;:!?]*$", re.IGNORECASE),
+    "to": re.compile(rf"\b(?:{_CONVERT_VERB})\b[^.;:!?]*$", re.IGNORECASE),
+}
+"""Where a summary states its result: the words after a verb of returning, after ``into``,
+after ``to`` following a verb of converting, and after ``as`` following either ("Return
+the days as a string.")."""
+_HEAD_ENDS = frozenset(
+    [
+        *("of", "from", "for", "with", "in", "on", "that", "which", "and", "or", "if"),
+        *("when", "where", "by", "to", "as", "containing", "built", "made", "whose", "per"),
+        *("used", "given", "representing", "describing", "denoting", "suitable", "ready"),
+    ]
 )
 _SKIPPED = frozenset({"a", "an", "the", "new", "its", "their", "single", "one", "of"})
 
@@ -346,17 +361,37 @@ def _expression_kind(value: ast.expr | None) -> str | None:
 
 
 def claimed_kinds(summary: str) -> set[str]:
-    """The kinds of result a summary claims: the head noun after a verb of returning or
-    after ``into``/``as``/``to`` ("Parse a date into a string." claims text, "Return the
-    number of days as a string." number and text)."""
+    """The kinds of result a summary claims: the head noun of the phrase that states the
+    result ("Parse a date into a string." claims text, "Return the number of days as a
+    string." number and text). A kind word that modifies another noun claims nothing
+    ("Return the string length."), nor does a phrase whose head is not a kind ("Return
+    the suffix that should be added to a number.")."""
     claimed: set[str] = set()
-    for found in _CLAIM.finditer(summary):
-        words = found.group(1).lower().split()
+    phrases = [
+        next(group for group in found.groups() if group is not None)
+        for found in _CLAIM.finditer(summary)
+    ]
+    phrases += [
+        found.group(2)
+        for found in _AS_TO.finditer(summary)
+        if _VERB_BEFORE[found.group(1).lower()].search(summary[: found.start()])
+    ]
+    for phrase in phrases:
+        words = re.findall(r"[a-z]+", phrase.lower())[:6]
         head: str | None = None
+        adjectives = 0
         for word in words:
+            if word in _SKIPPED and head is None:
+                continue
             if word in _WORD_KIND:
                 head = word
-            elif head is not None or word not in _SKIPPED:
+                continue
+            if head is not None:
+                if word not in _HEAD_ENDS:
+                    head = None  # the kind word modified this noun
+                break
+            adjectives += 1
+            if adjectives > 2 or word in _HEAD_ENDS:
                 break
         if head is not None:
             claimed.add(_WORD_KIND[head])
