@@ -227,8 +227,8 @@ def example(source: str, episode: str, turn: int, prompt: str) -> TrainingExampl
     )
 
 
-def test_split_examples_drops_identical_pairs_and_splits_by_source() -> None:
-    sources = [f"pkg/mod{i}.py" for i in range(40)]
+def test_split_examples_drops_identical_pairs_and_splits_by_package() -> None:
+    sources = [f"pkg{i % 20}/mod{i}.py" for i in range(40)]
     outcomes = [
         Outcome(
             id=f"{source}#real",
@@ -248,6 +248,8 @@ def test_split_examples_drops_identical_pairs_and_splits_by_source() -> None:
     assert len(train) + len(validation) == 41
     assert train and validation
     assert not {e.source for e in train} & {e.source for e in validation}
+    packages = {e.source.split("/")[0] for e in train}
+    assert not packages & {e.source.split("/")[0] for e in validation}
 
 
 def test_a_prompt_longer_than_the_context_is_no_example() -> None:

@@ -81,25 +81,46 @@ def generate_command(
     ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1)] = 2,
+    pinned: Annotated[
+        bool,
+        typer.Option(
+            "--pinned",
+            help="Add the pinned packages (remora/training/packages.txt) to the corpus: each "
+            "sdist is fetched by pip once, into sdists/ beside --data.",
+        ),
+    ] = False,
 ) -> None:
     """Record expert episodes through each agent's real tools, as training examples.
 
     A deterministic expert chooses every call on real code copied into scratch projects;
     only episodes the agent's own expectation accepts are kept. Re-running resumes.
 
-    Example: remora train generate --agent docstring --limit 400
+    Example: remora train generate --agent docstring --pinned --limit 400
     """
     from remora.training.corpus import default_corpus
     from remora.training.traces import generate_traces
 
     config = load(None).config
+    corpus = list(corpus or default_corpus())
+    if pinned:
+        from remora.training.packages import fetch_pinned
+
+        fetched = fetch_pinned(
+            data.parent / "sdists",
+            on_package=lambda spec, index, total: err_console.print(
+                f"fetching {spec} ({index}/{total})", highlight=False
+            ),
+        )
+        for spec, why in fetched.failed.items():
+            err_console.print(f"[yellow]left out {spec}: {why}[/yellow]", highlight=False)
+        corpus += fetched.paths
     table = Table(title="training examples")
     for column in ("agent", "episodes kept / run", "train", "validation", "skipped", "time"):
         table.add_column(column)
     for name in _agents(agents):
         report = generate_traces(
             name,
-            corpus or default_corpus(),
+            corpus,
             data,
             limit=limit,
             seed=seed,

@@ -14,7 +14,8 @@ validates against its tool's JSON schema and was allowed that turn, and every ca
 back through the runner's parser unchanged. Each of its turns becomes a
 :class:`~remora.training.dataset.TrainingExample`: the prompt exactly as the backend
 renders it, the completion exactly as the model should write it. Identical (prompt,
-completion) pairs are kept once; train and validation are split by source file.
+completion) pairs are kept once; train and validation are split by package (and so by
+source file, see :func:`is_validation`).
 
 Episodes are appended to ``<out>/<agent>/episodes.jsonl`` as they end, so an interrupted
 or limited run resumes where it stopped (same agent definition, seed and token counter);
@@ -139,9 +140,12 @@ class Outcome(BaseModel):
 
 
 def is_validation(source: str, share: float = VALIDATION_SHARE) -> bool:
-    """Whether a source file belongs to validation: a stable hash of its path, so every
-    agent and every run puts the same files there."""
-    value = int(hashlib.sha256(source.encode("utf-8")).hexdigest()[:8], 16)
+    """Whether a source file belongs to validation: a stable hash of its package (the first
+    part of its path: ``click/core.py`` goes where all of ``click`` goes; a module on its
+    own, ``textwrap.py``, by itself), so validation holds whole packages the adapter never
+    saw a file of, and every agent and every run puts the same files there."""
+    unit = source.split("/", 1)[0]
+    value = int(hashlib.sha256(unit.encode("utf-8")).hexdigest()[:8], 16)
     return value % 10_000 < share * 10_000
 
 

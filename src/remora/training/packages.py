@@ -1,0 +1,109 @@
+"""The pinned packages of the training corpus: real code at scale, fetched by pip when training.
+
+``packages.txt`` (beside this module) pins pure-Python packages by exact version. Each is
+fetched once as its sdist (:func:`~remora.evaluation.package.resolve_package`, the same
+fetch ``remora eval`` uses) into a cache folder and its import packages become corpus
+entries. Nothing is bundled, and none of the evaluation packages can be pinned
+(:data:`~remora.training.corpus.HELD_OUT`).
+
+Codes: TRAIN_010 a pinned package is kept for evaluation, TRAIN_015 the list is unusable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from remora.errors import EvalError, TrainingError
+from remora.evaluation.package import resolve_package
+from remora.training.corpus import HELD_OUT
+
+PINNED_FILE = Path(__file__).with_name("packages.txt")
+_DONE = "entries.json"
+
+
+@dataclass
+class PinnedCorpus:
+    """The corpus entries of the fetched packages, by requirement, and what could not be
+    fetched (with why)."""
+
+    entries: dict[str, list[Path]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def paths(self) -> list[Path]:
+        return [path for paths in self.entries.values() for path in paths]
+
+
+def pinned_specs(path: Path = PINNED_FILE) -> list[str]:
+    """The pinned requirements (``name==version``, one a line, ``#`` comments), checked."""
+    specs: list[str] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            raise TrainingError(
+                "TRAIN_015",
+                f"{path.name}:{number}: {text!r} is not a requirement",
+                "write name==version",
+            ) from None
+        pins = [spec for spec in requirement.specifier if spec.operator == "=="]
+        if len(pins) != 1:
+            raise TrainingError(
+                "TRAIN_015",
+                f"{path.name}:{number}: {text!r} is not pinned to one version",
+                "write name==version, so every training run reads the same code",
+            )
+        if _module_name(requirement.name) in HELD_OUT:
+            raise TrainingError(
+                "TRAIN_010",
+                f"{requirement.name} is kept for evaluation and cannot be trained on",
+                f"remove it from {path.name}",
+            )
+        specs.append(text)
+    return specs
+
+
+def _module_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def fetch_pinned(
+    cache: Path,
+    specs: Sequence[str] | None = None,
+    on_package: Callable[[str, int, int], None] | None = None,
+) -> PinnedCorpus:
+    """Fetch each pinned sdist into ``cache`` (once: a fetched one is reused) and return
+    its import packages and modules as corpus entries; a package that cannot be fetched is
+    listed in ``failed`` and the rest go on. ``on_package(spec, index, total)`` reports
+    progress."""
+    chosen = list(specs) if specs is not None else pinned_specs()
+    corpus = PinnedCorpus()
+    for index, spec in enumerate(chosen, 1):
+        if on_package is not None:
+            on_package(spec, index, len(chosen))
+        folder = cache / re.sub(r"[^\w.-]+", "-", spec)
+        done = folder / _DONE
+        if done.is_file():
+            corpus.entries[spec] = [Path(path) for path in json.loads(done.read_text())]
+            continue
+        try:
+            source = resolve_package(spec, folder)
+        except EvalError as exc:
+            corpus.failed[spec] = exc.message
+            continue
+        base = source.root / source.path_entry if source.path_entry else source.root
+        paths = [base / entry for entry in source.entries]
+        kept = [path for path in paths if _module_name(path.stem) not in HELD_OUT]
+        folder.mkdir(parents=True, exist_ok=True)
+        done.write_text(json.dumps([str(path) for path in kept]), encoding="utf-8")
+        corpus.entries[spec] = kept
+    return corpus
