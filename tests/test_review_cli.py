@@ -346,3 +346,36 @@ def test_interactive_skip_and_quit_change_nothing(project: Path) -> None:
     assert child.exitstatus == 0
     assert [(project / f"{n}.py").read_bytes() for n in "ab"] == [original("a"), original("b")]
     assert set(reviews(project, run_id).values()) == {"pending"}
+
+
+def test_a_run_review_names_the_jobs_that_left_their_work_to_you(project: Path) -> None:
+    """A docstring job whose every summary was refused proposes nothing; reviewing its run
+    says so, with the reason, before the changes to review."""
+    run_id, _ = make_run(project, [("lint", "a")])
+    store = RunStore(WorkspaceManager(project))
+    failed = AgentResult(
+        status="failed",
+        operation="docstring",
+        node_id="nodeb",
+        error="no docstring written for b: no usable summary (refused: it stops "
+        "mid-sentence); left for you",
+    )
+    store.record_job(
+        run_id,
+        JobRecord.from_result(failed).model_copy(
+            update={"qualname": "b", "file_path": "b.py", "start_line": 1}
+        ),
+    )
+    child = spawn_review(project, run_id)
+    child.expect(r"1 job\(s\) proposed no change and leave the work to you:")
+    child.expect(r"docstring · b \(b\.py:1\): no docstring written for b: no usable summary")
+    child.expect("left for you")
+    child.expect(r"1 change\(s\) to review")
+    child.expect(PROMPT)
+    child.sendline("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    manifest = store.read(run_id)
+    assert [job.qualname for job in manifest.left_for_person()] == ["b"]
+    assert manifest.left_for_person("lint") == []

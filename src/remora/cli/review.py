@@ -189,6 +189,16 @@ def runs_command(
     console.print(table)
 
 
+def _print_left_for_person(jobs: list[JobRecord]) -> None:
+    """The run's jobs that proposed nothing and left their work to you, one line each."""
+    if not jobs:
+        return
+    console.print(f"{len(jobs)} job(s) proposed no change and leave the work to you:")
+    for job in jobs:
+        said = job.error or job.summary or "failed"
+        console.print(f"  {shown(job.operation)} · {shown(job.label)}: {shown(said)}")
+
+
 def _show_job(service: ReviewService, job: JobRecord, index: int, total: int) -> bool:
     """Print a job's header and highlighted diff; False when its workspace is gone."""
     console.print(Rule(f"[{index}/{total}] {shown(job.operation)} · {shown(job.label)}"))
@@ -351,6 +361,7 @@ def review_command(
     else:
         manifest = service.reconcile(run_id)
         jobs, where = manifest.pending_reviews(operation), manifest.run_id
+        _print_left_for_person(manifest.left_for_person(operation))
         if not jobs:
             console.print(f"nothing to review in run {shown(manifest.run_id)}")
             return

@@ -246,6 +246,28 @@ class RunManifest(BaseModel):
             ),
         )
 
+    def left_for_person(self, operation: str | None = None) -> list[JobRecord]:
+        """Jobs that proposed no change because what they needed is the person's to give
+        (a docstring whose every summary was refused): failed, nothing to review, in the
+        order of :meth:`pending_reviews`."""
+        order = {name: index for index, name in enumerate(self.operations)}
+        jobs = [
+            job
+            for job in self.jobs
+            if job.status == "failed"
+            and job.review == "none"
+            and (operation is None or job.operation == operation)
+        ]
+        return sorted(
+            jobs,
+            key=lambda job: (
+                order.get(job.operation, len(order)),
+                job.operation,
+                job.file_path or "",
+                job.start_line or 0,
+            ),
+        )
+
     def summary(self) -> RunSummary:
         reviews = [job.review for job in self.jobs]
         return RunSummary(
