@@ -23,7 +23,7 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -230,34 +230,27 @@ class RunManifest(BaseModel):
 
     def pending_reviews(self, operation: str | None = None) -> list[JobRecord]:
         """Jobs awaiting a decision, grouped by operation in run order, then by location."""
-        order = {name: index for index, name in enumerate(self.operations)}
-        jobs = [
+        return self._in_review_order(
             job
             for job in self.jobs
-            if job.review == "pending" and (operation is None or job.operation == operation)
-        ]
-        return sorted(
-            jobs,
-            key=lambda job: (
-                order.get(job.operation, len(order)),
-                job.operation,
-                job.file_path or "",
-                job.start_line or 0,
-            ),
+            if job.review == "pending" and operation in (None, job.operation)
         )
 
     def left_for_person(self, operation: str | None = None) -> list[JobRecord]:
         """Jobs that proposed no change because what they needed is the person's to give
         (a docstring whose every summary was refused): failed, nothing to review, in the
         order of :meth:`pending_reviews`."""
-        order = {name: index for index, name in enumerate(self.operations)}
-        jobs = [
+        return self._in_review_order(
             job
             for job in self.jobs
             if job.status == "failed"
             and job.review == "none"
-            and (operation is None or job.operation == operation)
-        ]
+            and operation in (None, job.operation)
+        )
+
+    def _in_review_order(self, jobs: Iterable[JobRecord]) -> list[JobRecord]:
+        """``jobs`` grouped by operation in run order, then by location."""
+        order = {name: index for index, name in enumerate(self.operations)}
         return sorted(
             jobs,
             key=lambda job: (
