@@ -152,6 +152,7 @@ def test_callees_defined_in_the_same_module_are_summarized(tmp_path: Path) -> No
         ("Return the suffix that should be added to a number to denote the position", set()),
         ("Turn a number into an ordinal string used to denote the position", {"text"}),
         ("Return the string length.", set()),
+        ("Return the ordinal of a number.", set()),
         ("Convert a number to a string.", {"text"}),
     ],
 )

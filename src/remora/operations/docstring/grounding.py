@@ -111,7 +111,7 @@ _HEAD_ENDS = frozenset(
         *("used", "given", "representing", "describing", "denoting", "suitable", "ready"),
     ]
 )
-_SKIPPED = frozenset({"a", "an", "the", "new", "its", "their", "single", "one", "of"})
+_SKIPPED = frozenset({"a", "an", "the", "new", "its", "their", "single", "one"})
 
 
 def observe(ctx: CapabilityContext, relative: str, qualname: str, calls: Iterable[str]) -> Observed:
