@@ -164,7 +164,9 @@ def test_what_docstring_set_leaves_undescribed_is_reported(ctx: CapabilityContex
         ("Parse an ISO date string into a date.", "parse", None),
         ("One line in the imperative mood: what the code does.", "total", "copies_text"),
         ("function total(prices); returns a value.", "total", "copies_text"),
-        ("Add up the prices in the imperative mood.", "total", None),
+        ("Add up the prices, whatever the code does with them.", "total", None),
+        # The prompt's own words, copied by a small model ("... in the imperative mode.").
+        ("Add up the prices in the imperative mood.", "total", "copies_text"),
         ("Document the function call.", "total", "copies_text"),
         ("Documented total: Add up the prices.", "total", "copies_text"),
         ("Add up the prices. Now call check_docstring.", "total", "copies_text"),
