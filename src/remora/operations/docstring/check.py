@@ -9,7 +9,9 @@ which a tab-indented file's docstrings cannot avoid.
 
 ``docstring_summary_check`` tells a summary that says something from one that only
 repeats the function's name ("Get user." for ``get_user``), which a small model tends to
-write and which helps no reader.
+write and which helps no reader, and from one the host can show to be false or broken: a
+result kind the code was not seen returning, code or numbers it does not have, a run of
+words said twice, an unfinished sentence, the prompt's own words.
 
 Codes: TOOL_105 no definition with that qualname, TOOL_106 the file does not parse,
 TOOL_301 ruff or pydoclint failed.

@@ -2,11 +2,15 @@
 
 ``docstring_evidence`` gathers what the model needs to write a docstring, before its first
 turn: the signature, what is left to describe, what the code raises and with which message,
-and how the project calls the function (its tests first, whose asserted results are
-observed values). ``docstring_write`` takes the model's words, refuses the ones that only
-restate a name (filler such as "The offsets." or "The result."), writes the rest and checks
-the result with pydoclint and ruff in the same step; what is still missing is listed, for the
-model's next turn or, in the end, for the person.
+how the project calls the function (its tests first) and what those calls returned when the
+host ran them, and the summaries of what it calls (:mod:`.grounding`). ``docstring_write``
+takes the model's words and refuses the ones the host can show to be empty or false (a name
+restated, a result kind never observed, code or numbers the function does not have, a run
+of words said twice, an unfinished sentence, the prompt copied): the model hears why, twice,
+and the third refusal leaves the docstring to the person. It writes the rest, with the
+observed types where the signature has none, and checks the result with pydoclint and ruff
+in the same step; what is still missing is listed, for the model's next turn or, in the
+end, for the person.
 
 Codes: TOOL_101..TOOL_103 path problems, TOOL_105 no definition with that qualname,
 TOOL_106 the file does not parse, TOOL_601 empty summary.
@@ -59,7 +63,6 @@ MAX_COMPLAINTS = 2
 """A refused summary goes back to the model as a complaint this many times; the next
 refusal leaves the docstring to the person."""
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-"""Files read when looking for call lines (tests first), so a large project stays quick."""
 
 
 @capability
@@ -70,7 +73,9 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     exceptions raised without a message to describe them); ``described`` the parameters
     the current docstring already describes (kept unless rewritten);
     ``raises`` maps raised exceptions to the raise statement's message; ``calls`` are lines
-    of the project that call the name (tests first); ``text`` renders it all for the model.
+    of the project that call the name (tests first); ``observed`` what those calls (and the
+    docstring's examples) returned when run; ``callees`` the summaries of what it calls;
+    ``text`` renders it all for the model.
     """
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
@@ -371,7 +376,8 @@ def _node_text(text: str, tree: ast.Module, qualname: str) -> str:
 
 
 def _refused(ctx: CapabilityContext, path: str, qualname: str) -> list[str]:
-    """Why each summary the model gave in this job was refused."""
+    """Why each summary the model gave in this job was refused (keyed ``qualname:item``,
+    each description of that item)."""
     refused: dict[tuple[str, str], list[str]] = ctx.state.setdefault(f"{__name__}.refused", {})
     return refused.setdefault((path, qualname), [])
 
