@@ -20,8 +20,8 @@ Rows, each measured the same way on its own copy:
   own host builder (the ``docstring_set`` capability called directly, google style, in an
   overlay workspace whose result is then written to the copy);
 * remora (host only): the docstring agent with ``operations.docstring.options.use_model=
-  false``: the host writes what it can without words (the summary made from the name, the
-  raise statements' messages) and leaves the descriptions to the person;
+  false``: the host invents no words, so a function without a summary gets no docstring
+  (one made from the name says nothing) and is left to the person;
 * remora: the docstring agent on the chosen functions (``file::name`` selectors) with
   ``operations.docstring.options.missing_only=true`` and ``discovery.node_types=[function]``,
   every change accepted: by default the model writes the summary;
@@ -52,6 +52,13 @@ without a docstring fails every check (similarities 0):
   :func:`~remora.operations.docstring.check.description_problem`), counted;
 * ROUGE-L F1 and sentence BLEU of the docstring's first line against the original first
   line (:mod:`remora.operations.docstring._similarity`), means over the functions;
+* meaning: the cosine similarity of the two lines' sentence embeddings
+  (:func:`~remora.operations.docstring._similarity.meaning_similarity`), mean over the
+  functions; not scored (and said in the notes) when the embedding model is not installed;
+* contradictions: summaries that claim a kind of result, or of its items, that the
+  function was not seen returning (:func:`~remora.operations.docstring.grounding.contradiction`),
+  judged on the published package's own examples and call sites run in the sandbox
+  before anything is stripped, else on what every ``return`` states;
 * modules import: the share of the touched modules that still import.
 
 Both checkers use the google style, which Remora and the baseline write: a package whose own
