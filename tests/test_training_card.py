@@ -118,3 +118,18 @@ def test_a_run_stopped_early_says_so(capsys: pytest.CaptureFixture[str], tmp_pat
     assert result.code == 0, result.err
     card = (tmp_path / "lint.md").read_text()
     assert "108 steps (0.33 epochs; stopped early, of 320 planned)" in card
+
+
+def test_a_run_stopped_for_time_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    stopped = report(tmp_path).model_copy(
+        update={"complete": False, "stopped_for_time": True, "step": 40, "epochs": 0.12}
+    )
+    (tmp_path / REPORT_FILE).write_text(stopped.model_dump_json())
+    gguf = tmp_path / "docstring.gguf"
+    gguf.write_bytes(b"\0" * 1000)
+    result = run_cli(["train", "card", str(tmp_path), str(gguf)], capsys)
+    assert result.code == 0, result.err
+    card = (tmp_path / "docstring.md").read_text()
+    assert "40 steps (0.12 epochs; stopped early, of 320 planned, when its minutes were spent)" in (
+        card
+    )

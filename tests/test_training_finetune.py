@@ -322,6 +322,20 @@ def test_an_interrupted_run_resumed_equals_an_uninterrupted_one(
     assert again == resumed
 
 
+def test_a_run_out_of_minutes_stops_with_an_adapter_and_resumes(
+    tokenize: Tokenize, tmp_path: Path
+) -> None:
+    """A time budget ends the run after the step that spent it: checkpoint, exportable
+    adapter, a report that says it stopped for time; running again finishes it."""
+    stopped = run(tokenize, tmp_path / "out", minutes=1e-6)
+    assert stopped.step == 1 and not stopped.complete and stopped.stopped_for_time
+    assert (tmp_path / "out" / "adapter_model.safetensors").is_file()
+    written = FinetuneReport.model_validate_json((tmp_path / "out" / "training.json").read_text())
+    assert written.stopped_for_time
+    finished = run(tokenize, tmp_path / "out")
+    assert finished.complete and not finished.stopped_for_time and finished.resumed_from == 1
+
+
 def test_asking_for_more_steps_continues_a_finished_run(tokenize: Tokenize, tmp_path: Path) -> None:
     three = run(tokenize, tmp_path / "out", steps=3)
     five = run(tokenize, tmp_path / "out", steps=5)

@@ -176,6 +176,14 @@ def finetune_command(
             "(exportable); resume later."
         ),
     ] = None,
+    minutes: Annotated[
+        float | None,
+        typer.Option(
+            "--minutes",
+            help="Stop once this run has trained this long, with a checkpoint and the adapter "
+            "as it stands (its card says it stopped for time); resume later.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Fine-tune a LoRA adapter on the examples of the chosen agents (one shared adapter
@@ -198,12 +206,15 @@ def finetune_command(
         steps=steps,
         threads=threads,
         stop_after=stop_after,
+        minutes=minutes,
         seed=seed,
     )
     train = _examples(data, chosen, "train")
     validation = _examples(data, chosen, "validation")
     report = finetune(train, validation, settings, out)
     state = "complete" if report.complete else f"stopped at step {report.step}"
+    if report.stopped_for_time:
+        state += " (its minutes were spent; run it again to resume)"
     console.print(
         f"adapter {shown(str(report.adapter_dir))}: {state}, {report.step}/{report.steps} steps, "
         f"{report.examples} examples in {report.sequences} sequences, "

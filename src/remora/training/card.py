@@ -53,7 +53,8 @@ def model_card(
         f"- LoRA: rank {settings.rank}, alpha {settings.alpha}, on {modules}; "
         f"{adapter_bytes / 1e6:.1f} MB as a llama.cpp GGUF.",
         f"- Run: {report.step} steps ({report.epochs:g} epochs"
-        f"{'' if report.complete else f'; stopped early, of {report.steps} planned'}), "
+        f"{'' if report.complete else f'; stopped early, of {report.steps} planned'}"
+        f"{', when its minutes were spent' if report.stopped_for_time else ''}), "
         f"learning rate {settings.learning_rate:g}, seed {report.seed}, "
         f"{report.dtype} base weights, {report.threads} thread(s).",
         f"- Time: {report.seconds / 60:.0f} minutes of training on this CPU, wall clock "

@@ -130,6 +130,12 @@ class FinetuneSettings(BaseModel):
     stop_after: int | None = Field(
         default=None, ge=1, description="Stop after this step with a checkpoint, to resume later."
     )
+    minutes: float | None = Field(
+        default=None,
+        gt=0,
+        description="Stop after the step during which this many minutes of this run have "
+        "passed, with a checkpoint and the adapter as it stands, to resume later.",
+    )
 
     @property
     def target_modules(self) -> list[str]:
@@ -140,7 +146,10 @@ class FinetuneReport(BaseModel):
     """What a run did and the numbers a model card needs; ``training.json`` holds it."""
 
     adapter_dir: Path
-    complete: bool = Field(description="False when stop_after ended the run early.")
+    complete: bool = Field(description="False when stop_after or minutes ended the run early.")
+    stopped_for_time: bool = Field(
+        default=False, description="The run stopped early because its minutes were spent."
+    )
     step: int
     steps: int
     resumed_from: int | None = None
@@ -564,6 +573,8 @@ class _Run:
         if self.step < end:
             (self.out_dir / REPORT_FILE).unlink(missing_ok=True)
         display.start(self.total, self.step, self.losses[-1] if self.losses else None)
+        deadline = time.monotonic() + settings.minutes * 60 if settings.minutes else None
+        out_of_time = False
         with _deferred_interrupt() as stop:
             while self.step < end:
                 began = time.monotonic()
@@ -579,12 +590,16 @@ class _Run:
                     self.validate(stop)
                     self.seconds += time.monotonic() - began
                     display.phase("training")
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if out_of_time:
+                    end = self.step
                 if stop.is_set() or self.step % settings.checkpoint_every == 0 or self.step == end:
                     self.save_checkpoint()
                 if stop.is_set():
                     raise TrainingInterrupted(self.step, self.checkpoint_dir(self.step))
             if self.step < self.total:
                 stopped = self.report(report, complete=False, validation=None)
+                stopped.stopped_for_time = out_of_time
                 self.write_adapter(stopped)
                 return stopped
             display.phase("validating")
