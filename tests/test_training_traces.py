@@ -14,6 +14,7 @@ import inspect
 import json
 import shutil
 import sysconfig
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,11 @@ def episodes(items: list[TrainingExample]) -> dict[str, list[TrainingExample]]:
 def test_every_kept_episode_is_valid_and_as_expected(generated: Any, agent: str) -> None:
     report, _, _ = generated[agent]
     assert report.episodes_kept >= 1, report
+    made = examples(generated, agent)
+    # The report counts the examples per decision (the tool each expected call names).
+    assert sum(report.decisions.values()) == report.examples == len(made)
+    assert report.decisions == dict(Counter(e.call["name"] for e in made).most_common())
+    assert report.train_packages + report.validation_packages >= 1
     definition = load_agents()[agent]
     assert definition.expectation is not None
     grouped = episodes(examples(generated, agent))

@@ -115,7 +115,15 @@ def generate_command(
             err_console.print(f"[yellow]left out {spec}: {why}[/yellow]", highlight=False)
         corpus += fetched.paths
     table = Table(title="training examples")
-    for column in ("agent", "episodes kept / run", "train", "validation", "skipped", "time"):
+    for column in (
+        "agent",
+        "episodes kept / run",
+        "train",
+        "validation",
+        "decisions",
+        "skipped",
+        "time",
+    ):
         table.add_column(column)
     for name in _agents(agents):
         report = generate_traces(
@@ -133,8 +141,9 @@ def generate_command(
         table.add_row(
             name,
             f"{report.episodes_kept} / {report.episodes_run}",
-            str(report.train_examples),
-            str(report.validation_examples),
+            f"{report.train_examples} ({report.train_packages} packages)",
+            f"{report.validation_examples} ({report.validation_packages} packages)",
+            ", ".join(f"{name} {count}" for name, count in report.decisions.items()),
             str(sum(report.skipped.values())),
             f"{report.seconds:.0f} s",
         )

@@ -116,6 +116,16 @@ class TraceReport(BaseModel):
     validation_examples: int
     train_sources: int
     validation_sources: int
+    train_packages: int = Field(
+        default=0, description="Packages (a source's first path part) the train examples are from."
+    )
+    validation_packages: int = Field(
+        default=0, description="Packages of the validation examples, none of them trained on."
+    )
+    decisions: dict[str, int] = Field(
+        default_factory=dict,
+        description="Examples per decision: the tool the expected call names (tool -> count).",
+    )
     seconds: float
     episodes_per_minute: float = Field(description="Episodes run in this call per minute.")
     token_counter: str
@@ -839,6 +849,11 @@ async def generate_traces_async(
         validation_examples=len(validation),
         train_sources=len({e.source for e in train}),
         validation_sources=len({e.source for e in validation}),
+        train_packages=len({e.source.split("/", 1)[0] for e in train}),
+        validation_packages=len({e.source.split("/", 1)[0] for e in validation}),
+        decisions=dict(
+            Counter(str(e.call.get("name")) for e in [*train, *validation]).most_common()
+        ),
         seconds=round(seconds, 2),
         episodes_per_minute=round(tally.ran_now / seconds * 60, 2) if seconds else 0.0,
         token_counter=counting,
