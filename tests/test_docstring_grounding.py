@@ -78,6 +78,14 @@ def test_line_total():
 """
 
 
+def _definition(name: str) -> ast.FunctionDef:
+    return next(
+        node
+        for node in ast.parse(BILLING).body
+        if isinstance(node, ast.FunctionDef) and node.name == name
+    )
+
+
 @pytest.fixture
 def ctx(tmp_path: Path) -> CapabilityContext:
     root = write_tree(
@@ -96,12 +104,12 @@ def test_the_projects_calls_are_run_and_what_they_returned_is_shown(
     ctx: CapabilityContext,
 ) -> None:
     calls = ['parse_date("2024-02-29")', "line_total(2.5, 4)", "line_total(10, 3, discount=0.5)"]
-    observed = observe(ctx, "billing/invoices.py", "parse_date", calls)
+    observed = observe(ctx, "billing/invoices.py", "parse_date", _definition("parse_date"), calls)
     assert observed.lines == ["parse_date('2024-02-29') returns datetime.date(2024, 2, 29)"]
     assert observed.kinds == {"date"}
     assert observed.param_types == {"text": "str"}
     assert observed.return_type == "datetime.date"
-    totals = observe(ctx, "billing/invoices.py", "line_total", calls)
+    totals = observe(ctx, "billing/invoices.py", "line_total", _definition("line_total"), calls)
     assert totals.lines == [
         "line_total(2.5, 4) returns 10.0",
         "line_total(10, 3, discount=0.5) returns 15.0",
@@ -111,9 +119,8 @@ def test_the_projects_calls_are_run_and_what_they_returned_is_shown(
 
 
 def test_a_call_whose_arguments_cannot_be_evaluated_is_left_out(ctx: CapabilityContext) -> None:
-    observed = observe(
-        ctx, "billing/invoices.py", "increment", ["increment(helper(3))", "increment(4)"]
-    )
+    calls = ["increment(helper(3))", "increment(4)"]
+    observed = observe(ctx, "billing/invoices.py", "increment", _definition("increment"), calls)
     assert observed.lines == ["increment(4) returns 5"]
 
 

@@ -93,13 +93,13 @@ def docstring_set(
 ) -> dict[str, Any]:
     """Write the docstring of a function, method, class or (empty qualname) the module.
 
-        Give the one-line ``summary``; the Args/Returns/Raises sections are built from the
-        code in ``style`` (google, numpy or sphinx; default: the operation's ``style`` option,
-        else google). ``params`` maps parameter names to descriptions, ``raises`` exception names
-        to descriptions; both optional. ``types`` maps parameter names (and ``return``) without an
-    annotation to the type observed when the code ran, shown beside their descriptions. An
-    existing docstring is replaced, otherwise one is
-        inserted; the result shows the diff and lists what is left ``undescribed``.
+    Give the one-line ``summary``; the Args/Returns/Raises sections are built from the
+    code in ``style`` (google, numpy or sphinx; default: the operation's ``style`` option,
+    else google). ``params`` maps parameter names to descriptions, ``raises`` exception names
+    to descriptions; both optional. ``types`` maps parameter names (and ``return``) without
+    an annotation to the type observed when the code ran, shown beside their descriptions.
+    An existing docstring is replaced, otherwise one is inserted; the result shows the diff
+    and lists what is left ``undescribed``.
     """
     qualname = _qualname(qualname)
     chosen = style_option(ctx, style)

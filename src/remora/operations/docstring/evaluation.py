@@ -347,15 +347,7 @@ def evaluate(ctx: EvalContext) -> OperationReport:
         return _failed("removing the docstrings broke every touched module's import")
 
     ctx.progress.doing("running the chosen functions' examples and call sites")
-    kinds = observed_kinds(ctx.original, chosen, ctx.work / "observe-state")
-    chosen = [
-        replace(
-            item,
-            kinds=frozenset(kinds.get(item.ref.target, ((), ()))[0]),
-            item_kinds=frozenset(kinds.get(item.ref.target, ((), ()))[1]),
-        )
-        for item in chosen
-    ]
+    chosen = with_observed_kinds(ctx.original, chosen, ctx.work / "observe-state")
     ctx.progress.done()
     ctx.progress.doing("measuring the original docstrings")
     reference = measure(ctx.original, chosen)
@@ -615,23 +607,22 @@ def write_name_summaries(project: Project, chosen: Sequence[Chosen], state: Path
     return errors
 
 
-def observed_kinds(
-    project: Project, chosen: Sequence[Chosen], state: Path
-) -> dict[str, tuple[set[str], set[str]]]:
-    """The kinds of result each chosen function returns in the package as published, by
-    target (:func:`~remora.operations.docstring.grounding.result_kinds`: its examples and
-    the package's calls of it, run in the sandbox), in an overlay workspace whose state
-    lives in ``state``; a function that could not be observed has none."""
-    kinds: dict[str, tuple[set[str], set[str]]] = {}
+def with_observed_kinds(project: Project, chosen: Sequence[Chosen], state: Path) -> list[Chosen]:
+    """``chosen`` with the kinds of result (and of its items) each function returns in the
+    package as published (:func:`~remora.operations.docstring.grounding.result_kinds`: its
+    examples and the package's calls of it, run in the sandbox), in an overlay workspace
+    whose state lives in ``state``; a function that could not be observed has none."""
+    observed: list[Chosen] = []
     manager = WorkspaceManager(project.root, state_dir=state)
     with manager.create(OPERATION, "observe-originals") as store:
         capability = CapabilityContext(store=store, config=ToolsConfig(), system={})
         for item in chosen:
             try:
-                kinds[item.ref.target] = result_kinds(capability, item.ref.path, item.ref.name)
+                kinds, items = result_kinds(capability, item.ref.path, item.ref.name)
             except Exception:  # one function's failure leaves it unjudged, not the run
-                kinds[item.ref.target] = (set(), set())
-    return kinds
+                kinds, items = set(), set()
+            observed.append(replace(item, kinds=frozenset(kinds), item_kinds=frozenset(items)))
+    return observed
 
 
 def add_meaning(chosen: Sequence[Chosen], measured: Sequence[Measurement]) -> str:

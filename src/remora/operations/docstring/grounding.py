@@ -114,10 +114,13 @@ _HEAD_ENDS = frozenset(
 _SKIPPED = frozenset({"a", "an", "the", "new", "its", "their", "single", "one"})
 
 
-def observe(ctx: CapabilityContext, relative: str, qualname: str, calls: Iterable[str]) -> Observed:
-    """Run the calls of ``qualname`` among the source lines ``calls`` whose arguments can be
-    evaluated in its module (literals and the module's own names) and record what they did.
-    Methods and classes are not called: a call needs an instance or builds one."""
+def observe(
+    ctx: CapabilityContext, relative: str, qualname: str, node: ast.AST, calls: Iterable[str]
+) -> Observed:
+    """Run the calls of ``qualname`` (whose definition is ``node``) among the source lines
+    ``calls`` whose arguments can be evaluated in its module (literals and the module's own
+    names) and record what they did. Methods and classes are not called: a call needs an
+    instance or builds one."""
     if "." in qualname:
         return Observed()
     name = qualname
@@ -150,7 +153,7 @@ def observe(ctx: CapabilityContext, relative: str, qualname: str, calls: Iterabl
     observed = Observed()
     types: dict[str, set[str]] = {}
     returns: set[str] = set()
-    params = _param_names(ctx, relative, qualname)
+    params = _param_names(node)
     for case in cases:
         record = records.get(case["id"], {})
         if record.get("stage") in ("arguments", "import") or "crashed" in record:
@@ -205,16 +208,11 @@ def _calls_of(line: str, name: str) -> list[ast.Call]:
     return found
 
 
-def _param_names(ctx: CapabilityContext, relative: str, qualname: str) -> list[tuple[str, str]]:
-    """(name, kind) of each parameter: ``positional``, ``keyword``, or ``star``."""
-    text = scan_text(ctx, relative) or ""
-    try:
-        located = find_definition(ast.parse(text), qualname)
-    except SyntaxError:
+def _param_names(node: ast.AST) -> list[tuple[str, str]]:
+    """(name, kind) of each named parameter of a function: ``positional`` or ``keyword``."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return []
-    if located is None or not isinstance(located.node, ast.FunctionDef | ast.AsyncFunctionDef):
-        return []
-    args = located.node.args
+    args = node.args
     named = [(arg.arg, "positional") for arg in [*args.posonlyargs, *args.args]]
     named += [(arg.arg, "keyword") for arg in args.kwonlyargs]
     return named
@@ -230,14 +228,22 @@ def _bound(params: list[tuple[str, str]], case: dict[str, Any]) -> list[tuple[st
     return bound
 
 
+_NOT_A_LITERAL = object()
+
+
+def _literal(source: str) -> Any:
+    """The value of a Python literal written as ``source``, else :data:`_NOT_A_LITERAL`."""
+    try:
+        return ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_A_LITERAL
+
+
 def _source_type(source: str) -> str | None:
     """The type of a literal argument, with its items' type for a uniform collection
     (``[1, 2]`` -> ``list[int]``); None for anything that is not a literal."""
-    try:
-        value = ast.literal_eval(source)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
-    return _type_of(value)
+    value = _literal(source)
+    return None if value is _NOT_A_LITERAL else _type_of(value)
 
 
 def _type_of(value: Any) -> str:
@@ -275,13 +281,7 @@ def _kind(returned: dict[str, Any]) -> str:
 def _item_kinds(returned: dict[str, Any]) -> set[str]:
     """The kinds of the items of a returned list, tuple, set or consumed iterator, read from
     its JSON or, failing that, its repr as a literal; empty when neither says."""
-    if "json" in returned:
-        value = returned["json"]
-    else:
-        try:
-            value = ast.literal_eval(str(returned.get("repr", "")))
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            return set()
+    value = returned["json"] if "json" in returned else _literal(str(returned.get("repr", "")))
     if not isinstance(value, list | tuple | set | frozenset):
         return set()
     return {_TYPE_KIND.get(type(item).__name__, type(item).__name__) for item in value}
@@ -545,10 +545,14 @@ def call_lines(ctx: CapabilityContext, relative: str, name: str) -> list[tuple[s
     return found
 
 
-def examples(tree: ast.Module, qualname: str) -> list[str]:
-    """The calls the current docstring of ``qualname`` shows as examples (``>>>`` lines)."""
-    located = find_definition(tree, qualname)
-    docstring = ast.get_docstring(located.node) if located is not None else None
+def examples(node: ast.AST) -> list[str]:
+    """The calls the current docstring of the definition ``node`` shows as examples
+    (``>>>`` lines)."""
+    docstring = (
+        ast.get_docstring(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        else None
+    )
     return [
         line.strip()[4:]
         for line in (docstring or "").splitlines()
@@ -570,5 +574,5 @@ def result_kinds(ctx: CapabilityContext, relative: str, qualname: str) -> tuple[
         return set(), set()
     name = qualname.rsplit(".", 1)[-1]
     calls = [line for _, _, line in call_lines(ctx, relative, name)]
-    observed = observe(ctx, relative, qualname, [*examples(tree, qualname), *calls])
+    observed = observe(ctx, relative, qualname, located.node, [*examples(located.node), *calls])
     return observed.kinds or static_kinds(located.node) or set(), observed.item_kinds

@@ -137,7 +137,8 @@ def docstring_write(
     Then what is left, as :func:`docstring_next` says."""
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
-    name = describe(text, locate(tree, qualname, relative))["name"]
+    located = locate(tree, qualname, relative)
+    name = describe(text, located)["name"]
     summary = imperative(first_sentence(" ".join(str(summary or "").split())))
     grounding = _grounding(ctx, relative, qualname)
     checked_summary = docstring_summary_check(
@@ -147,7 +148,7 @@ def docstring_write(
         avoid,
         sorted(set(_IDENTIFIER.findall(text)) | set(dir(builtins))),
         sorted(grounding.kinds),
-        _node_text(text, tree, qualname),
+        "\n".join(text.splitlines()[located.node.lineno - 1 : located.node.end_lineno]),
         sorted(grounding.observed.item_kinds),
     )
     if not checked_summary["ok"]:
@@ -357,7 +358,9 @@ def _grounding(
     _, text = read_text(ctx, relative)
     tree = parse_python(text, relative)
     located = locate(tree, qualname, relative)
-    observed = observe(ctx, relative, qualname, [*examples(tree, qualname), *(calls or [])])
+    observed = observe(
+        ctx, relative, qualname, located.node, [*examples(located.node), *(calls or [])]
+    )
     kinds = observed.kinds or static_kinds(located.node) or set()
     types = dict(observed.param_types)
     if observed.return_type and observed.return_type != "None":
@@ -366,13 +369,6 @@ def _grounding(
         observed, callee_summaries(ctx, relative, tree, located.node), kinds, types
     )
     return cache[key]
-
-
-def _node_text(text: str, tree: ast.Module, qualname: str) -> str:
-    """The source lines of ``qualname``'s definition."""
-    node = locate(tree, qualname, "").node
-    lines = text.splitlines()
-    return "\n".join(lines[node.lineno - 1 : node.end_lineno or node.lineno])
 
 
 def _refused(ctx: CapabilityContext, path: str, qualname: str) -> list[str]:
