@@ -117,3 +117,13 @@ def test_unparsable_text_shows_leading_lines_only() -> None:
     assert "does not parse" in fitted.text
     assert "# Lines 1-" in fitted.text
     assert estimate_tokens(fitted.text) <= 300
+
+
+def test_an_agent_without_a_read_tool_is_not_told_to_call_one() -> None:
+    fitted = fit_node_text(
+        SOURCE, path="textwrap.py", start_line=1, budget_tokens=300, read_tool=None
+    )
+    assert fitted.cut and "too large to show whole" in fitted.text
+    assert "read_lines" not in fitted.text and "To read more" not in fitted.text
+    assert fitted.outline_lines > 0
+    assert estimate_tokens(fitted.text) <= 300

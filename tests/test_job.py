@@ -133,7 +133,8 @@ def test_a_file_node_too_large_for_the_context_is_outlined(tmp_path: Path) -> No
     first = model.requests[0]
     node_context = first.messages[1].content
     assert node_context.startswith("Code element: file `textwrap.py` in textwrap.py")
-    assert 'read_lines(path="textwrap.py", start=' in node_context
+    # The harness agent has no read_lines tool, so it is not told to call one.
+    assert "too large to show whole" in node_context and "read_lines" not in node_context
     for definition in ("class TextWrapper:", "def shorten(text, width, **kwargs):", "def dedent"):
         assert definition in node_context
     assert "def indent(text, prefix, predicate=None):" in node_context
@@ -188,3 +189,38 @@ def test_a_retry_samples_and_shows_the_model_what_the_person_found_wrong(
     )
     bare = requests[(True, "")].messages[1].content
     assert bare.endswith("A person rejected the previous attempt; do it differently.")
+
+
+def test_a_decision_prompt_declares_one_tool_and_caps_the_node(tmp_path: Path) -> None:
+    """The docstring agent's summary turn: only write_docstring is declared, and a long
+    function is outlined within the agent's node_max_tokens."""
+    body = "\n".join(f"    total = total + {index}" for index in range(200))
+    source = f"def long_sum(values):\n    total = 0\n{body}\n    return total\n"
+    project = write_tree(tmp_path / "proj", {"longsum.py": source})
+    config = installed_operations().config()
+    agent = load_agents()["docstring"]
+    cap = agent.initial_context.node_max_tokens
+    assert agent.initial_context.declared_tools == "allowed" and cap is not None
+    [node] = [n for n in discover([project], root=project).nodes if n.name == "long_sum"]
+    summary = "Add up a running total and return it."
+    model = ScriptedModel([call("write_docstring", summary=summary)])
+    options = config.operations["docstring"].options
+    job = Job(
+        agent=agent,
+        node=node,
+        key=JobKey("docstring", node.node_id, run_id="r1"),
+        options=options if isinstance(options, dict) else options.model_dump(),
+    )
+    with ToolRuntime(config.tools) as runtime:
+        result = asyncio.run(
+            run_job(job, model=model, runtime=runtime, store=overlay_store(project), config=config)
+        )
+    # The host submits once the summary is written: one model turn in all.
+    assert result.status == "partial", result.error
+    [request] = model.requests
+    assert [tool.name for tool in request.tools] == ["write_docstring"]
+    outlined = result.details["node_outlined"]
+    assert outlined["budget_tokens"] == cap < outlined["node_tokens"]
+    node_context = request.messages[1].content
+    assert "def long_sum(values):" in node_context
+    assert "total = total + 199" not in node_context

@@ -473,6 +473,29 @@ def test_next_tools_narrow_the_next_turn_and_bind_the_validator() -> None:
     assert outcome.result.status == "success"
 
 
+def test_decision_prompts_declare_only_the_tools_allowed_that_turn() -> None:
+    linter = ToolResult(outcome="success", summary="1 issue", next_tools=["apply_fix"])
+    outcome = run(
+        [call("run_linter"), call("apply_fix", code="F401", line=1), SUBMIT_OK],
+        invoker=make_tools(Workspace(), run_linter=linter),
+        declare_allowed_only=True,
+    )
+    first, second = outcome.model.requests[:2]
+    # No tool narrowed the first turn: every tool is declared.
+    assert [tool.name for tool in first.tools] == [tool.spec.name for tool in TOOLS]
+    assert [tool.name for tool in second.tools] == ["apply_fix"]
+    assert second.allowed_tools == ["apply_fix"]
+    assert outcome.result.status == "success"
+    # By default every request declares the whole catalog.
+    default = run(
+        [call("run_linter"), call("apply_fix", code="F401", line=1), SUBMIT_OK],
+        invoker=make_tools(Workspace(), run_linter=linter),
+    )
+    assert [tool.name for tool in default.model.requests[1].tools] == [
+        tool.spec.name for tool in TOOLS
+    ]
+
+
 def test_guards_win_over_next_tools() -> None:
     stuck = ToolResult(outcome="success", summary="read", next_tools=["read_file"])
     outcome = run(

@@ -53,6 +53,49 @@ def test_export_of_a_folder_that_is_no_adapter_is_train_004(
     assert not (tmp_path / "a.gguf").exists()
 
 
+def _turn(index: int, tool: str) -> TrainingExample:
+    request = ModelRequest(messages=[Message(role="user", content=f"Turn {index}.")])
+    return TrainingExample(
+        agent="docstring",
+        source=f"pkg{index}/mod.py",
+        episode=f"e{index}",
+        turn=0,
+        prompt=f"Turn {index}.",
+        completion=tool,
+        request=request.model_dump(mode="json"),
+        call={"name": tool, "arguments": {}},
+    )
+
+
+def test_finetune_trains_only_the_decisions_asked_for(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from remora.cli.train import _examples
+
+    turns = [_turn(0, "write_docstring"), _turn(1, "submit_result"), _turn(2, "write_docstring")]
+    write_examples(tmp_path / "docstring" / "train.jsonl", turns)
+    chosen = _examples(tmp_path, ["docstring"], "train", ["write_docstring"])
+    assert [turn.episode for turn in chosen] == ["e0", "e2"]
+    assert len(_examples(tmp_path, ["docstring"], "train")) == 3
+    result = run_cli(
+        [
+            "train",
+            "finetune",
+            str(tmp_path / "adapter"),
+            "--agent",
+            "docstring",
+            "--data",
+            str(tmp_path),
+            "--decision",
+            "describe",
+        ],
+        capsys,
+    )
+    assert result.code == 1
+    assert "TRAIN_016" in result.err and "describe" in result.err
+    assert not (tmp_path / "adapter").exists()
+
+
 @pytest.mark.model
 def test_evaluate_scores_the_base_model_on_held_out_turns(
     capsys: pytest.CaptureFixture[str], tmp_path: Path

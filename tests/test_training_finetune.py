@@ -256,6 +256,7 @@ def test_five_steps_write_a_peft_adapter_and_the_report(tokenize: Tokenize, tmp_
     assert time.monotonic() - started < 30
     assert report.complete and report.step == report.steps == 5
     assert report.examples == 4 and report.skipped == 0 and report.validation_examples == 1
+    assert report.decisions == {"apply_fix": 3, "run_linter": 1}
     assert len(report.losses) == 5 and all(math.isfinite(loss) for loss in report.losses)
     assert report.validation_loss is not None and math.isfinite(report.validation_loss)
     assert report.train_loss == pytest.approx(report.losses[-1])

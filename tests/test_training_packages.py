@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from remora.errors import TrainingError
+from remora.operations.base import entry_test_texts
 from remora.training.corpus import HELD_OUT, corpus_files
 from remora.training.packages import PINNED_FILE, fetch_pinned, pinned_specs
 from remora.training.traces import is_validation
@@ -74,6 +75,27 @@ def test_fetch_unpacks_each_package_once_and_lists_its_import_packages(tmp_path:
     archive.unlink()  # a second fetch reuses the cache: the archive is not needed
     again = fetch_pinned(tmp_path / "cache", [str(archive)])
     assert again.paths == corpus.paths
+
+
+def test_a_moved_cache_is_still_used_and_finds_the_sdists_tests(tmp_path: Path) -> None:
+    archive = _sdist(
+        tmp_path / "dl",
+        "widgets",
+        {
+            "src/widgets/__init__.py": "",
+            "src/widgets/core.py": "def double(x):\n    return 2 * x\n",
+            "tests/test_core.py": "from widgets.core import double\n\nassert double(2) == 4\n",
+        },
+    )
+    fetch_pinned(tmp_path / "cache", [str(archive)])
+    archive.unlink()
+    (tmp_path / "cache").rename(tmp_path / "moved")
+    [entry] = fetch_pinned(tmp_path / "moved", [str(archive)]).paths
+    assert entry.is_relative_to(tmp_path / "moved") and (entry / "core.py").is_file()
+    # The sdist's tests, beside src/, are the entry's tests (for call sites).
+    assert dict(entry_test_texts(entry)) == {
+        "tests/test_core.py": "from widgets.core import double\n\nassert double(2) == 4\n"
+    }
 
 
 def test_a_package_that_cannot_be_fetched_is_reported_and_the_rest_go_on(tmp_path: Path) -> None:

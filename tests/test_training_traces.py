@@ -169,6 +169,21 @@ def test_docstring_summaries_are_the_authors_first_lines(
             assert first_line not in turn.prompt, name
 
 
+def test_docstring_episodes_show_the_calls_of_the_projects_tests(generated: Any) -> None:
+    """A docstring episode runs in a copy of its whole package with the package's tests, so
+    the summary's prompt shows how the tests call the function, as the agent shows it in
+    a real project (what such calls return is shown where they run on their own line:
+    tests/test_docstring_grounding.py)."""
+    prompts = [
+        turn.prompt
+        for turn in examples(generated, "docstring")
+        if turn.source.startswith("kit/") and turn.call["name"] == "write_docstring"
+    ]
+    assert prompts
+    shown = [prompt for prompt in prompts if "How the project calls it:" in prompt]
+    assert shown and all("tests/test_fnmatch.py:" in prompt for prompt in shown)
+
+
 def test_a_deliberate_mistake_shows_the_recovery_but_is_never_a_target(generated: Any) -> None:
     agent, refusal = "docstring", "The summary only repeats the name"
     report = generated[agent][0]

@@ -62,6 +62,11 @@ class ModelConfig(_Section):
         default=None, description="GGUF file; unset means the embedded Gemma 3 270M."
     )
     use_adapters: bool = True
+    adapters: dict[str, Path] = Field(
+        default_factory=dict,
+        description="Per agent name, a LoRA adapter GGUF to use instead of the agent's own "
+        "(a candidate to try, as remora train gate does).",
+    )
     context_size: int = Field(default=8192, ge=512)
     max_tokens: int = Field(default=384, ge=16)
     threads: int | None = Field(default=None, ge=1)

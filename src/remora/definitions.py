@@ -139,6 +139,18 @@ class InitialContext(_Raw):
 
     system_prompt: str = Field(min_length=1)
     node_context: str = Field(min_length=1)
+    declared_tools: Literal["all", "allowed"] = Field(
+        default="all",
+        description="Which tools each request declares: all of the agent's, or only those "
+        "the model may call that turn (a short decision prompt; the adapter must be trained "
+        "on the same).",
+    )
+    node_max_tokens: int | None = Field(
+        default=None,
+        ge=32,
+        description="At most this many tokens of the node's text; a longer node is "
+        "outlined. Unset: half of what the prompt budget leaves.",
+    )
 
 
 ExpectedValue = StrictStr | StrictInt | StrictFloat | StrictBool

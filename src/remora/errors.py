@@ -163,7 +163,8 @@ class TrainingError(RemoraError):
     or does not load in llama.cpp; TRAIN_006 no examples to train or evaluate on;
     TRAIN_010 a corpus entry is a package kept for evaluation; TRAIN_011 a corpus entry
     does not exist; TRAIN_012 no expert policy for the agent; TRAIN_013 the corpus holds
-    no Python file; TRAIN_014 the output directory cannot be written.
+    no Python file; TRAIN_014 the output directory cannot be written; TRAIN_015 the pinned
+    package list is unusable; TRAIN_016 ``--decision`` names a tool no example calls.
     """
 
     prefix = "TRAIN"

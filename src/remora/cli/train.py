@@ -11,7 +11,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from remora.cli._app import app, console, err_console, load, open_model, operations
+from remora.cli._app import OPTIONS, app, console, err_console, load, open_model, operations
 from remora.cli._text import shown
 from remora.errors import TrainingError
 
@@ -26,7 +26,8 @@ train_app = typer.Typer(
     "The steps, in order: **generate** records expert episodes through the real tools, "
     "**finetune** trains an adapter on them, **export** writes it as a llama.cpp GGUF, "
     "**evaluate** compares next calls with and without it on held-out examples, "
-    "**card** writes its model card.",
+    "**gate** decides whether it ships (remora eval on held-out packages over several "
+    "seeds: host only, base model, adapter), **card** writes its model card.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
@@ -151,14 +152,22 @@ def generate_command(
     err_console.print(f"examples written under {shown(str(data))}")
 
 
-def _examples(data: Path, agents: list[str], split: str) -> list[TrainingExample]:
+def _examples(
+    data: Path, agents: list[str], split: str, decisions: Sequence[str] = ()
+) -> list[TrainingExample]:
+    """The ``split`` examples of ``agents`` under ``data``; only the turns whose expected
+    call names one of ``decisions`` when any are given."""
     from remora.training.dataset import read_examples
 
     found: list[TrainingExample] = []
     for name in agents:
         path = data / name / f"{split}.jsonl"
         if path.is_file():
-            found.extend(read_examples(path))
+            found.extend(
+                example
+                for example in read_examples(path)
+                if not decisions or example.call.get("name") in decisions
+            )
     return found
 
 
@@ -193,6 +202,14 @@ def finetune_command(
             "as it stands (its card says it stopped for time); resume later.",
         ),
     ] = None,
+    decisions: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--decision",
+            help="Train only the turns that call this tool (a decision point, e.g. "
+            "write_docstring); repeat for several. Default: every turn.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:
     """Fine-tune a LoRA adapter on the examples of the chosen agents (one shared adapter
@@ -218,8 +235,14 @@ def finetune_command(
         minutes=minutes,
         seed=seed,
     )
-    train = _examples(data, chosen, "train")
-    validation = _examples(data, chosen, "validation")
+    train = _examples(data, chosen, "train", decisions or ())
+    validation = _examples(data, chosen, "validation", decisions or ())
+    if decisions and not train:
+        raise TrainingError(
+            "TRAIN_016",
+            f"no training example calls {', '.join(decisions)}",
+            "name a tool the agent's turns call (generate reports them under decisions)",
+        )
     report = finetune(train, validation, settings, out)
     state = "complete" if report.complete else f"stopped at step {report.step}"
     if report.stopped_for_time:
@@ -254,43 +277,6 @@ def export_command(
         f"wrote {shown(str(out))}: {report.tensors} tensors, rank {report.rank}, "
         f"alpha {report.alpha:g}, {report.bytes / 1e6:.1f} MB; llama.cpp loads it"
     )
-
-
-@train_app.command("card")
-def card_command(
-    adapter: AdapterDirArgument,
-    gguf: Annotated[Path, typer.Argument(help="The GGUF export wrote from it.")],
-    scores: Annotated[
-        list[Path] | None,
-        typer.Option(
-            help="Scores from remora train evaluate --json (repeatable: each file's models "
-            "are shown after the previous file's)."
-        ),
-    ] = None,
-    agents: AgentsOption = None,
-) -> None:
-    """Write the adapter's model card next to its GGUF (NAME.gguf -> NAME.md): data,
-    size, steps, time and, with --scores, next-call exact match base vs adapter.
-
-    Example: remora train card adapters/shared shared.gguf --scores scores.json
-    """
-    from remora.training.card import model_card, read_report
-    from remora.training.evaluate import merge_scores, read_scores
-
-    report = read_report(adapter)
-    if agents:
-        report.agents = _agents(agents)
-    try:
-        size = gguf.stat().st_size
-    except OSError as exc:
-        raise TrainingError(
-            "TRAIN_004", f"cannot read {gguf}: {exc.strerror or exc}", "export the adapter first"
-        ) from None
-    card = gguf.with_suffix(".md")
-    merged = merge_scores([read_scores(path) for path in scores or []])
-    text = model_card(gguf.stem, report, size, merged)
-    card.write_text(text, encoding="utf-8")
-    console.print(f"wrote {shown(str(card))}")
 
 
 @train_app.command("evaluate")
@@ -425,6 +411,123 @@ def evaluate_command(
             console.print(_score_table(title, unit, rows))
     if output is not None:
         write_scores(output, scores)
+
+
+@train_app.command("gate")
+def gate_command(
+    adapter: Annotated[Path, typer.Argument(help="The candidate adapter GGUF (from export).")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Where each evaluation and gate.json are kept.")
+    ],
+    agent: Annotated[str, typer.Option("--agent", help="The agent the adapter is for.")],
+    packages: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--package",
+            help="A held-out package (pip requirement or path; repeatable). Default: "
+            "toolz, inflection and humanize, pinned. Never one trained on.",
+        ),
+    ] = None,
+    seeds: Annotated[
+        list[int] | None, typer.Option("--seed", help="Repeatable. Default: 1, 2 and 3.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Functions per evaluation.")] = 12,
+) -> None:
+    """Decide whether an adapter ships: remora eval on held-out packages over several
+    seeds, the host alone, the base model and the adapter side by side.
+
+    The adapter ships when its mean beats the base model's by more than the spread across
+    seeds (exit 0); otherwise TRAIN_018 (exit 1): ship the agent without it, and pass
+    gate.json to remora train card so its card says why. Running it again reuses the
+    evaluations that finished.
+
+    Example: remora train gate docstring.gguf --agent docstring --out gate-docstring/
+    """
+    from remora.evaluation import RemoraSession
+    from remora.training.gate import (
+        GATE_PACKAGES,
+        GATE_SEEDS,
+        gate_markdown,
+        gate_operation,
+        run_gate,
+    )
+
+    installed = operations()
+    operation = gate_operation(agent, list(installed))
+
+    def session(extra: Sequence[str]) -> RemoraSession:
+        return RemoraSession(
+            installed.library,
+            installed.default_configs(),
+            config_file=OPTIONS.config_file,
+            assignments=[*OPTIONS.assignments, *extra],
+        )
+
+    report = run_gate(
+        agent,
+        adapter,
+        operation=operation,
+        session=session,
+        out=out,
+        packages=packages or GATE_PACKAGES,
+        seeds=seeds or GATE_SEEDS,
+        limit=limit,
+        on_run=lambda package, seed: err_console.print(
+            f"gate: evaluating {package}, seed {seed}", highlight=False
+        ),
+    )
+    text = gate_markdown(report)
+    (out / "gate.md").write_text(text, encoding="utf-8")
+    console.print(text, markup=False, highlight=False)
+    if not report.ships:
+        raise TrainingError(
+            "TRAIN_018",
+            f"the adapter does not ship: {report.reason}",
+            f"ship {agent} without it; remora train card ... --gate {out}/gate.json says why",
+        )
+
+
+@train_app.command("card")
+def card_command(
+    adapter: AdapterDirArgument,
+    gguf: Annotated[Path, typer.Argument(help="The GGUF export wrote from it.")],
+    scores: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Scores from remora train evaluate --json (repeatable: each file's models "
+            "are shown after the previous file's)."
+        ),
+    ] = None,
+    agents: AgentsOption = None,
+    gate: Annotated[
+        Path | None,
+        typer.Option(help="The gate.json remora train gate wrote: its table and verdict."),
+    ] = None,
+) -> None:
+    """Write the adapter's model card next to its GGUF (NAME.gguf -> NAME.md): data,
+    size, steps, time and, with --scores, next-call exact match base vs adapter; with
+    --gate, the held-out table (host only, base model, adapter) and whether it ships.
+
+    Example: remora train card adapters/shared shared.gguf --scores scores.json
+    """
+    from remora.training.card import model_card, read_report
+    from remora.training.evaluate import merge_scores, read_scores
+    from remora.training.gate import read_gate
+
+    report = read_report(adapter)
+    if agents:
+        report.agents = _agents(agents)
+    try:
+        size = gguf.stat().st_size
+    except OSError as exc:
+        raise TrainingError(
+            "TRAIN_004", f"cannot read {gguf}: {exc.strerror or exc}", "export the adapter first"
+        ) from None
+    card = gguf.with_suffix(".md")
+    merged = merge_scores([read_scores(path) for path in scores or []])
+    text = model_card(gguf.stem, report, size, merged, read_gate(gate) if gate else None)
+    card.write_text(text, encoding="utf-8")
+    console.print(f"wrote {shown(str(card))}")
 
 
 def _score_table(title: str, unit: str, rows: Mapping[str, Sequence[Score]]) -> Table:

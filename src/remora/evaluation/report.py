@@ -15,6 +15,13 @@ Value = float | int | str | bool | None
 ColumnKind = Literal["rate", "count", "number", "text", "seconds"]
 ScoreKind = Literal["baseline", "remora", "reference"]
 
+ADAPTER_ROW = "remora"
+HOST_ONLY_ROW = "remora (host only)"
+BASE_MODEL_ROW = "remora (base model)"
+"""Row names with a meaning across operations: Remora as shipped (the model with the
+agent's adapter), the host alone, and the base model without the adapter at the same
+decision points. An evaluation with all three can gate an adapter (``remora train gate``)."""
+
 
 class SuiteRun(BaseModel):
     """One run of the package's own test suite."""

@@ -69,8 +69,11 @@ class PlannedEpisode:
     """One episode to run: the scratch text of its file, its node and its expert.
 
     ``shared_root`` episodes run in one scratch copy of their corpus entry's file (their
-    text is the file as it is); ``docstring`` is the original docstring the episode's file
-    lacks, which must not show in the prompt.
+    text is the file as it is); ``in_package`` ones in their own copy of that project (the
+    whole entry, and its tests under ``tests/`` as :func:`entry_test_texts` finds them)
+    with their file's text in place, so the host finds the calls and callees it would find in a real
+    project; the others in a project of their file alone. ``docstring`` is the original
+    docstring the episode's file lacks, which must not show in the prompt.
     """
 
     id: str
@@ -82,6 +85,7 @@ class PlannedEpisode:
     digest: str
     shared_root: bool = False
     docstring: str | None = None
+    in_package: bool = False
 
 
 class EpisodePlanner(Protocol):
@@ -112,7 +116,9 @@ class Operation:
     override ``options`` when episodes are traced: where the default leaves a model decision
     to the host, training still exercises it. ``options_model`` (extra keys forbidden)
     checks the user's options when the configuration loads, so a typo such as
-    ``style: googel`` is an error at once, not a failed job later.
+    ``style: googel`` is an error at once, not a failed job later. ``gate_metric`` is
+    the evaluation column (higher is better) by which ``remora train gate`` compares the
+    agent's adapter with the base model; without one an adapter cannot be gated.
     """
 
     name: str
@@ -125,6 +131,7 @@ class Operation:
     summary: str = ""
     agent: str | None = None
     training_options: Mapping[str, Any] = field(default_factory=dict)
+    gate_metric: str | None = None
 
     @property
     def agent_name(self) -> str:
@@ -163,23 +170,43 @@ def read_source(path: Path) -> str | None:
 
 @cache
 def entry_test_texts(entry: Path) -> tuple[tuple[str, str], ...]:
-    """The test modules of a corpus entry: the standard library's ``test/test_<name>*``
-    for its modules, a package's own ``tests/`` otherwise, as (path, text)."""
+    """The test modules of a corpus entry, as (``tests/<name>``, text): the standard
+    library's ``test/test_<name>*`` for its modules; otherwise a package's own tests and
+    those of the source distribution it was unpacked from (``tests/`` or ``test/`` beside
+    its ``pyproject.toml``, ``setup.py`` or ``PKG-INFO``)."""
     stdlib = stdlib_dir().resolve()
     paths: list[Path] = []
     if entry.parent == stdlib:
         stem = entry.stem if entry.is_file() else entry.name
         tests = stdlib / "test"
         paths += sorted(tests.glob(f"test_{stem}.py")) + sorted(tests.glob(f"test_{stem}/**/*.py"))
-    elif entry.is_dir():
-        paths += sorted(p for p in entry.rglob("*.py") if in_tests(p.relative_to(entry)))
-    found: list[tuple[str, str]] = []
+    else:
+        if entry.is_dir():
+            paths += sorted(p for p in entry.rglob("*.py") if in_tests(p.relative_to(entry)))
+        root = _distribution_root(entry)
+        if root is not None:
+            for folder in (root / "tests", root / "test"):
+                if folder.is_dir() and not folder.is_relative_to(entry):
+                    paths += sorted(folder.rglob("*.py"))
+    found: dict[str, str] = {}
     for path in paths:
         try:
-            found.append((f"tests/{path.name}", path.read_text(encoding="utf-8")))
+            found.setdefault(f"tests/{path.name}", path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             continue
-    return tuple(found)
+    return tuple(found.items())
+
+
+_DISTRIBUTION_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "PKG-INFO")
+
+
+def _distribution_root(entry: Path) -> Path | None:
+    """The source distribution ``entry`` lies in (``pkg`` or ``src/pkg`` below a folder
+    with its build files), or None (an installed package)."""
+    for folder in (entry.parent, entry.parent.parent):
+        if any((folder / name).is_file() for name in _DISTRIBUTION_FILES):
+            return folder
+    return None
 
 
 def file_nodes(file: CorpusFile, text: str, agent: SubagentDefinition) -> list[CSTNode]:

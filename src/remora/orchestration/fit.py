@@ -7,8 +7,9 @@ node text; the node text may use **half of what is left**. The other half stays 
 the turns of history (the model's calls, tool results, guard notes), which the runner
 trims to fit but can never make room for by dropping the node.
 
-A node over its budget is shown by :func:`fit_node_text` as a header saying so and naming
-the ``read_lines`` tool with the file path and the line range to call it with, then the
+A node over its budget is shown by :func:`fit_node_text` as a header saying so and (for an
+agent that has it) naming the ``read_lines`` tool with the file path and the line range to
+call it with, then the
 outline of its definitions (:mod:`remora.discovery.outline`), then as many of its leading
 lines, numbered, as still fit. A job therefore never fails for the size of its node.
 """
@@ -69,6 +70,7 @@ def fit_node_text(
     start_line: int,
     budget_tokens: int,
     count_tokens: TokenCounter | None = None,
+    read_tool: str | None = READ_TOOL,
 ) -> FittedText:
     """``text`` unchanged when it fits ``budget_tokens``, else outline plus leading lines.
 
@@ -78,6 +80,8 @@ def fit_node_text(
     lines' numbers are file line numbers the ``read_lines`` tool accepts. Tokens are
     counted with ``count_tokens`` when given, else with the runner's chars/4 estimate.
     The cut text is within the budget unless even its header is not (a tiny budget).
+    The header names ``read_tool`` to read the rest, unless it is None (an agent without
+    one).
     """
     count = count_tokens or estimate_tokens
     tokens = count(text)
@@ -87,7 +91,7 @@ def fit_node_text(
     last_line = start_line + max(len(lines), 1) - 1
     entries = outline_entries(text, start_line)
     numbered = number_lines(lines, start_line)
-    view = _View(path, start_line, last_line, tokens, budget_tokens, entries, numbered)
+    view = _View(path, start_line, last_line, tokens, budget_tokens, entries, numbered, read_tool)
 
     def fits(outlined: int, shown: int) -> bool:
         return count(view.render(outlined, shown)) <= budget_tokens
@@ -127,6 +131,7 @@ class _View:
     budget: int
     entries: Sequence[str] | None
     numbered: Sequence[str]
+    read_tool: str | None
 
     def render(self, outlined: int, shown: int) -> str:
         """The cut text with the first ``outlined`` outline lines and ``shown`` lines."""
@@ -151,10 +156,15 @@ class _View:
             what += " (it does not parse as Python)"
         start = min(self.first + shown, self.last)
         end = min(start + MAX_READ_LINES - 1, self.last)
-        return [
+        note = (
             f"# NOTE: too large to show whole (lines {self.first}-{self.last}, ~{self.tokens} "
-            f"tokens; room for ~{self.budget}), so it is outlined: {what}, then {lines}.",
-            f'# To read more call {READ_TOOL}(path="{self.path}", start={start}, end={end}); '
-            f"any range within lines {self.first}-{self.last}, "
+            f"tokens; room for ~{self.budget}), so it is outlined: {what}, then {lines}."
+        )
+        if self.read_tool is None:
+            return [note]
+        return [
+            note,
+            f'# To read more call {self.read_tool}(path="{self.path}", start={start}, '
+            f"end={end}); any range within lines {self.first}-{self.last}, "
             f"at most {MAX_READ_LINES} lines per call.",
         ]

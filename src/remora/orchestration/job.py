@@ -30,7 +30,7 @@ from remora.discovery import CSTNode
 from remora.errors import RemoraError
 from remora.events import Emitter, NullEmitter
 from remora.model.base import ModelClient
-from remora.orchestration.fit import FittedText, fit_node_text, node_budget
+from remora.orchestration.fit import READ_TOOL, FittedText, fit_node_text, node_budget
 from remora.runner import AgentResult, LoopSettings, LoopTool, run_agent
 from remora.runner.history import MESSAGE_OVERHEAD, TokenCounter, estimate_tokens
 from remora.tools.capabilities import CapabilityContext
@@ -282,7 +282,8 @@ async def run_job(
     node_context, fitted = _node_context(
         job, system, system_prompt, tools, settings, counter, evidence
     )
-    adapter = str(agent.model) if agent.model is not None and config.model.use_adapters else None
+    chosen = config.model.adapters.get(agent.name, agent.model)
+    adapter = str(chosen) if chosen is not None and config.model.use_adapters else None
     result = await run_agent(
         model=model,
         system_prompt=system_prompt,
@@ -304,6 +305,7 @@ async def run_job(
         run_id=key.run_id,
         job_id=key.job_id,
         opening=agent.opening,
+        declare_allowed_only=agent.initial_context.declared_tools == "allowed",
     )
     if fitted is not None and fitted.cut:
         result.details["node_outlined"] = fitted.describe()
@@ -342,11 +344,14 @@ def _node_context(
         + 2 * MESSAGE_OVERHEAD
     )
     node = job.node
+    budget = node_budget(settings.prompt_budget, fixed_tokens=fixed)
+    cap = job.agent.initial_context.node_max_tokens
     fitted = fit_node_text(
         node.text,
         path=node.file_path,
         start_line=node.start_line,
-        budget_tokens=node_budget(settings.prompt_budget, fixed_tokens=fixed),
+        budget_tokens=budget if cap is None else min(budget, cap),
         count_tokens=count_tokens,
+        read_tool=READ_TOOL if any(tool.spec.name == READ_TOOL for tool in tools) else None,
     )
     return render({**system, "node_text": fitted.text} if fitted.cut else system), fitted

@@ -32,7 +32,14 @@ from remora.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from remora.model.base import Message, ModelClient, ModelRequest, ModelResponse, ToolCall
+from remora.model.base import (
+    Message,
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+)
 from remora.runner.catalog import LoopTool, ToolCatalog, ToolInvoker
 from remora.runner.guards import REQUERY, CallRecord, GuardFiring, Guards, call_signature
 from remora.runner.history import History, TokenCounter, estimate_tokens
@@ -71,11 +78,14 @@ async def run_agent(
     run_id: str | None = None,
     job_id: str | None = None,
     opening: Sequence[str] = (),
+    declare_allowed_only: bool = False,
 ) -> AgentResult:
     """Run one agent to a structured result; see the module docstring for the contract.
 
     ``opening`` names host steps (tools marked ``host_step``) the host takes before the
     model's first turn, in order, as if each were the only next tool.
+    ``declare_allowed_only`` declares to the model only the tools it may call that turn
+    (a short decision prompt) instead of the whole catalog.
 
     Raises ``RunnerError`` (RUN_001) before the first turn when the tools or settings are
     unusable. ``cancel`` (e.g. set on Ctrl-C) and ``settings.job_timeout`` stop the run
@@ -105,6 +115,7 @@ async def run_agent(
         run_id=run_id,
         job_id=job_id,
         opening=opening,
+        declare_allowed_only=declare_allowed_only,
     )
     return await loop.run()
 
@@ -135,8 +146,10 @@ class AgentLoop:
         run_id: str | None = None,
         job_id: str | None = None,
         opening: Sequence[str] = (),
+        declare_allowed_only: bool = False,
     ) -> None:
         self.catalog = ToolCatalog(tools)
+        self.declare_allowed_only = declare_allowed_only
         unknown = [name for name in opening if name not in self.catalog.host_steps]
         if unknown:
             raise RunnerError(
@@ -218,7 +231,7 @@ class AgentLoop:
             request = self._fitted(
                 ModelRequest(
                     messages=self.history.render(),
-                    tools=self.catalog.specs,
+                    tools=self._declared(narrowed),
                     allowed_tools=allowed,
                     tool_choice=plan.tool_choice,
                     temperature=self.settings.temperature,
@@ -292,6 +305,13 @@ class AgentLoop:
                 break
             request = request.model_copy(update={"messages": self.history.render()})
         return request
+
+    def _declared(self, allowed: tuple[str, ...] | None) -> list[ToolSpec]:
+        """The tools a request declares: the whole catalog, or only the ``allowed`` ones
+        when the agent asks for short decision prompts."""
+        if not self.declare_allowed_only or allowed is None:
+            return self.catalog.specs
+        return [spec for spec in self.catalog.specs if spec.name in allowed]
 
     def _narrowed(self, allowed: tuple[str, ...] | None) -> tuple[str, ...] | None:
         """The guards' allowed tools, narrowed to the last result's ``next_tools``.

@@ -14,6 +14,7 @@ from pathlib import Path
 from remora.errors import TrainingError
 from remora.training.evaluate import Score, Scores
 from remora.training.finetune import REPORT_FILE, FinetuneReport
+from remora.training.gate import GateReport, gate_markdown
 
 
 def read_report(adapter_dir: Path) -> FinetuneReport:
@@ -34,8 +35,9 @@ def model_card(
     report: FinetuneReport,
     adapter_bytes: int,
     scores: Scores | None = None,
+    gate: GateReport | None = None,
 ) -> str:
-    """The card's Markdown."""
+    """The card's Markdown; with ``gate``, the held-out gate's table and verdict."""
     settings = report.settings
     modules = ", ".join(settings.target_modules)
     lines = [
@@ -79,6 +81,8 @@ def model_card(
         for agent, row in rows.items():
             cells = " | ".join(score.summary() for score in row)
             lines.append(f"| {agent} | {row[0].size} | {cells} |")
+    if gate is not None:
+        lines += ["", "## Held-out gate", "", gate_markdown(gate).rstrip()]
     return "\n".join(lines) + "\n"
 
 

@@ -56,6 +56,7 @@ import tempfile
 import threading
 import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,6 +158,10 @@ class FinetuneReport(BaseModel):
     base_sha256: str | None
     agents: list[str] = Field(default_factory=list, description="Whose examples it trained on.")
     examples: int = Field(description="Training examples (model turns) used.")
+    decisions: dict[str, int] = Field(
+        default_factory=dict,
+        description="Training examples per decision: the tool each expected call names.",
+    )
     sequences: int = Field(description="What a step trains on: a turn, or an episode's turns.")
     skipped: int = Field(description="Training examples over max_tokens (or empty), not used.")
     validation_examples: int
@@ -406,6 +411,7 @@ def finetune(
         base_sha256=sha256,
         agents=sorted({example.agent for example in train}),
         examples=sum(len(batch.turns) for batch in batches),
+        decisions=dict(Counter(str(example.call.get("name")) for example in train).most_common()),
         sequences=len(batches),
         skipped=skipped,
         validation_examples=sum(len(batch.turns) for batch in held_out),

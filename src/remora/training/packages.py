@@ -92,8 +92,9 @@ def fetch_pinned(
             on_package(spec, index, len(chosen))
         folder = cache / re.sub(r"[^\w.-]+", "-", spec)
         done = folder / _DONE
-        if done.is_file():
-            corpus.entries[spec] = [Path(path) for path in json.loads(done.read_text())]
+        cached = _cached_entries(done)
+        if cached is not None:
+            corpus.entries[spec] = cached
             continue
         try:
             source = resolve_package(spec, folder)
@@ -104,6 +105,23 @@ def fetch_pinned(
         paths = [base / entry for entry in source.entries]
         kept = [path for path in paths if _module_name(path.stem) not in HELD_OUT]
         folder.mkdir(parents=True, exist_ok=True)
-        done.write_text(json.dumps([str(path) for path in kept]), encoding="utf-8")
+        home = folder.resolve()
+        recorded = [
+            path.relative_to(home).as_posix() if path.is_relative_to(home) else str(path)
+            for path in kept
+        ]
+        done.write_text(json.dumps(recorded), encoding="utf-8")
         corpus.entries[spec] = kept
     return corpus
+
+
+def _cached_entries(done: Path) -> list[Path] | None:
+    """The entries an earlier fetch recorded (relative to its folder where they lie in it,
+    so a moved cache still works), or None when there is none or one is gone: fetch
+    again."""
+    try:
+        recorded = json.loads(done.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    paths = [done.parent.resolve() / path for path in recorded]
+    return paths if all(path.exists() for path in paths) else None

@@ -65,7 +65,13 @@ from remora.model.functiongemma import (
     render_request,
 )
 from remora.operations import OperationRegistry, installed_operations
-from remora.operations.base import CorpusFile, EpisodePlanner, PlannedEpisode, read_source
+from remora.operations.base import (
+    CorpusFile,
+    EpisodePlanner,
+    PlannedEpisode,
+    entry_test_texts,
+    read_source,
+)
 from remora.operations.experts import Expert, ExpertError, MistakenCall
 from remora.orchestration import Job
 from remora.orchestration.job import open_job
@@ -404,6 +410,12 @@ class Session:
             return
         self.number += 1
         root = self.scratch / f"episode-{self.number:06d}"
+        if episode.in_package:
+            shutil.copytree(self.shared_root(episode.file), root)
+            for name, text in entry_test_texts(episode.file.entry):
+                if not (root / name).exists():
+                    (root / name).parent.mkdir(parents=True, exist_ok=True)
+                    (root / name).write_text(text, encoding="utf-8")
         path = root / episode.file.source
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(episode.text, encoding="utf-8")

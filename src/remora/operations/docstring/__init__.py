@@ -54,6 +54,7 @@ DOCSTRING = Operation(
     evaluate=_evaluate,
     plan_episodes=corpus.plan_episodes,
     training_options={"describe": True},
+    gate_metric="meaning",
     summary="write docstrings checked by pydoclint and ruff (vs the original docstrings)",
 )
 

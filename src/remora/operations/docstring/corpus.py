@@ -133,4 +133,5 @@ def plan_episodes(
             writer,
             digest(stripped.text, node.qualname, str(writer)),
             docstring=stripped.docstring,
+            in_package=True,
         )

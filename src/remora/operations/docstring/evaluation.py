@@ -25,8 +25,10 @@ Rows, each measured the same way on its own copy:
 * remora: the docstring agent on the chosen functions (``file::name`` selectors) with
   ``operations.docstring.options.missing_only=true`` and ``discovery.node_types=[function]``,
   every change accepted: by default the model writes the summary;
-* remora (model describes): the same with ``operations.docstring.options.describe=true``:
-  the model is asked for each parameter's, return value's and exception's description too.
+* remora (base model): the same with ``model.use_adapters=false``: the base model at the
+  same decision points, without the agent's adapter, so an adapter shows what it adds
+  (the model's descriptions are measured by running the whole evaluation with
+  ``--set operations.docstring.options.describe=true``).
 
 Columns. Everything but public coverage is over the chosen functions, and a function
 without a docstring fails every check (similarities 0):
@@ -92,7 +94,16 @@ from remora.evaluation.functions import (
     public_functions,
 )
 from remora.evaluation.package import Project
-from remora.evaluation.report import Column, OperationReport, Score, ScoreKind, Value
+from remora.evaluation.report import (
+    ADAPTER_ROW,
+    BASE_MODEL_ROW,
+    HOST_ONLY_ROW,
+    Column,
+    OperationReport,
+    Score,
+    ScoreKind,
+    Value,
+)
 from remora.evaluation.session import RemoraRun
 from remora.operations.docstring._format import name_summary, parse_docstring
 from remora.operations.docstring._similarity import meaning_similarity, rouge_l, sentence_bleu
@@ -110,17 +121,18 @@ UNIT = "functions"
 STYLE = "google"
 REFERENCE = "original docstrings"
 BASELINE = "name summary"
-REMORA = "remora"
-HOST_ONLY = "remora (host only)"
-DESCRIBING = "remora (model describes)"
+REMORA = ADAPTER_ROW
+HOST_ONLY = HOST_ONLY_ROW
+BASE_MODEL = BASE_MODEL_ROW
 REMORA_SETS = ("operations.docstring.options.missing_only=true", "discovery.node_types=[function]")
 VARIANTS = (
     (HOST_ONLY, (*REMORA_SETS, "operations.docstring.options.use_model=false"), "host-only"),
     (REMORA, REMORA_SETS, "remora"),
-    (DESCRIBING, (*REMORA_SETS, "operations.docstring.options.describe=true"), "describing"),
+    (BASE_MODEL, (*REMORA_SETS, "model.use_adapters=false"), "base-model"),
 )
-"""Remora's rows: the host alone, the default (the model writes the summary) and the model
-asked for the descriptions too; their names, settings and scratch folders."""
+"""Remora's rows: the host alone, the default (the model with its adapter writes the
+summary) and the base model without the adapter; their names, settings and scratch
+folders."""
 CHECK_TIMEOUT_S = 300.0
 FIXED_STEPS = 6 + len(VARIANTS)  # strip, observe, write the baseline, measure, meaning
 PYDOCLINT = (

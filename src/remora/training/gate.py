@@ -1,0 +1,281 @@
+"""Ship an adapter only where it earns its place: the held-out gate (``remora train gate``).
+
+For each held-out package and seed, ``remora eval`` of the agent's operation measures, on
+the same seeded selection, the host alone, the base model without any adapter and the
+candidate adapter at the same decision points: the rows :data:`HOST_ONLY_ROW`,
+:data:`BASE_MODEL_ROW` and :data:`ADAPTER_ROW`, the candidate put in place of the agent's
+own adapter with ``model.adapters.<agent>``. Each row is read by the operation's
+``gate_metric`` (higher is better).
+
+The verdict: per seed, a row's figure is its mean over the packages; the adapter passes
+when the mean of its per-seed figures beats the base model's by more than the spread
+across seeds (the larger range of the two rows' per-seed figures). A run that fails, or an
+evaluation without the three rows, fails the gate. Each run is kept in its own folder, so
+running the gate again reuses the runs that finished.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from remora.errors import RemoraError, TrainingError
+from remora.evaluation import EvalOptions, EvalReport, ProgressSink, RemoraSession, run_eval
+from remora.evaluation.functions import mean
+from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
+from remora.operations.base import Operation
+
+GATE_PACKAGES = ("toolz==1.0.0", "inflection==0.5.1", "humanize==4.17.0")
+"""Held-out packages: toolz (the development evaluation) and two chosen for the gate; none
+is ever trained on (:data:`~remora.training.corpus.HELD_OUT`)."""
+GATE_SEEDS = (1, 2, 3)
+GATE_LIMIT = 12
+GATE_FILE = "gate.json"
+ROWS = (HOST_ONLY_ROW, BASE_MODEL_ROW, ADAPTER_ROW)
+
+
+class GateRun(BaseModel):
+    """One evaluation: a package, a seed, each row's metric (None where it has none)."""
+
+    package: str
+    seed: int
+    rows: dict[str, float | None] = Field(default_factory=dict)
+    error: str | None = None
+
+
+class GateVerdict(BaseModel):
+    """Whether the adapter ships, and the figures that decided it."""
+
+    per_seed: dict[str, list[float]] = Field(
+        default_factory=dict, description="Per row, its mean over the packages, seed by seed."
+    )
+    gain: float | None = Field(description="The adapter's mean minus the base model's.")
+    spread: float | None = Field(description="The larger range across seeds of the two rows.")
+    ships: bool
+    reason: str
+
+
+class GateReport(GateVerdict):
+    """What the gate measured and decided; ``gate.json`` holds it."""
+
+    agent: str
+    operation: str
+    metric: str
+    adapter: str
+    limit: int
+    packages: list[str]
+    seeds: list[int]
+    runs: list[GateRun]
+
+    def row_mean(self, row: str, package: str | None = None) -> float | None:
+        """The row's mean over the seeds, on one package or (None) over all of them."""
+        values = [
+            value
+            for run in self.runs
+            if package is None or run.package == package
+            if (value := run.rows.get(row)) is not None
+        ]
+        return mean(values) if values else None
+
+    def row_range(self, row: str, package: str) -> float | None:
+        values = [
+            value
+            for run in self.runs
+            if run.package == package
+            if (value := run.rows.get(row)) is not None
+        ]
+        return max(values) - min(values) if values else None
+
+
+def gate_operation(agent: str, operations: Sequence[Operation]) -> Operation:
+    """The operation ``agent`` runs for, if it can be gated (TRAIN_017 otherwise)."""
+    found = next((op for op in operations if op.agent_name == agent), None)
+    if found is None or found.evaluate is None or found.gate_metric is None:
+        gated = [op.agent_name for op in operations if op.evaluate and op.gate_metric]
+        raise TrainingError(
+            "TRAIN_017",
+            f"agent '{agent}' has no evaluation with a gate metric",
+            f"gate one of: {', '.join(gated) or 'none installed'}",
+        )
+    return found
+
+
+def run_gate(
+    agent: str,
+    adapter: Path,
+    *,
+    operation: Operation,
+    session: Callable[[Sequence[str]], RemoraSession],
+    out: Path,
+    packages: Sequence[str] = GATE_PACKAGES,
+    seeds: Sequence[int] = GATE_SEEDS,
+    limit: int = GATE_LIMIT,
+    progress: ProgressSink | None = None,
+    on_run: Callable[[str, int], None] | None = None,
+) -> GateReport:
+    """Evaluate ``adapter`` for ``agent`` on every package and seed into ``out`` and decide.
+
+    ``session`` builds the evaluation session from extra ``key=value`` settings (the
+    candidate adapter's). ``on_run`` is told each package and seed before it runs.
+    """
+    adapter = adapter.expanduser().resolve()
+    if not adapter.is_file():
+        raise TrainingError(
+            "TRAIN_005", f"no adapter GGUF at {adapter}", "export one with remora train export"
+        )
+    assert operation.evaluate is not None and operation.gate_metric is not None
+    metric = operation.gate_metric
+    chosen = session([f"model.adapters.{agent}={adapter}"])
+    runs: list[GateRun] = []
+    for package in packages:
+        for seed in seeds:
+            if on_run is not None:
+                on_run(package, seed)
+            folder = out / f"{_slug(package)}-seed{seed}"
+            report = _finished(folder)
+            if report is None:
+                shutil.rmtree(folder, ignore_errors=True)
+                options = EvalOptions(
+                    spec=package, operations=[operation.name], limit=limit, seed=seed, out=folder
+                )
+                try:
+                    report = run_eval(
+                        options,
+                        evaluators={operation.name: operation.evaluate},
+                        session=chosen,
+                        progress=progress,
+                    )
+                except RemoraError as exc:  # a package that cannot be evaluated fails the gate
+                    runs.append(GateRun(package=package, seed=seed, error=exc.render()))
+                    continue
+            runs.append(_gate_run(package, seed, report, metric))
+    gated = decide(runs, seeds, metric)
+    result = GateReport(
+        agent=agent,
+        operation=operation.name,
+        metric=metric,
+        adapter=str(adapter),
+        limit=limit,
+        packages=list(packages),
+        seeds=list(seeds),
+        runs=runs,
+        **gated.model_dump(),
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / GATE_FILE).write_text(result.model_dump_json(indent=1), encoding="utf-8")
+    return result
+
+
+def decide(runs: Sequence[GateRun], seeds: Sequence[int], metric: str) -> GateVerdict:
+    """The verdict: per-seed means, gain, spread, whether it ships and why."""
+    broken = [run for run in runs if run.error or any(run.rows.get(row) is None for row in ROWS)]
+    if broken or not runs:
+        first = broken[0] if broken else None
+        why = (
+            f"{first.package} seed {first.seed}: {first.error or 'a row has no ' + metric}"
+            if first
+            else "nothing was run"
+        )
+        return GateVerdict(gain=None, spread=None, ships=False, reason=f"no verdict ({why})")
+    per_seed = {
+        row: [
+            _average([run.rows[row] or 0.0 for run in runs if run.seed == seed]) for seed in seeds
+        ]
+        for row in ROWS
+    }
+    adapter, base = per_seed[ADAPTER_ROW], per_seed[BASE_MODEL_ROW]
+    gain = _average(adapter) - _average(base)
+    spread = max(max(adapter) - min(adapter), max(base) - min(base))
+    ships = gain > spread
+    reason = (
+        f"the adapter's {metric} is {_average(adapter):.3f} against the base model's "
+        f"{_average(base):.3f} (host only {_average(per_seed[HOST_ONLY_ROW]):.3f}): a gain of "
+        f"{gain:+.3f}, {'more' if ships else 'not more'} than the spread across seeds "
+        f"({spread:.3f})"
+    )
+    return GateVerdict(per_seed=per_seed, gain=gain, spread=spread, ships=ships, reason=reason)
+
+
+def gate_markdown(report: GateReport) -> str:
+    """The gate's table: each row's mean (and range over seeds) per package, then overall."""
+    lines = [
+        f"Held-out gate: `remora eval --ops {report.operation} --limit {report.limit}` over "
+        f"seeds {', '.join(map(str, report.seeds))}; {report.metric}, mean over the seeds "
+        "(range across them).",
+        "",
+        "| package | " + " | ".join(ROWS) + " |",
+        "|---|" + "---:|" * len(ROWS),
+    ]
+    for package in report.packages:
+        cells = [
+            _cell(report.row_mean(row, package), report.row_range(row, package)) for row in ROWS
+        ]
+        lines.append(f"| {package} | " + " | ".join(cells) + " |")
+    overall = [
+        _cell(
+            _average(values) if (values := report.per_seed.get(row)) else None,
+            max(values) - min(values) if values else None,
+        )
+        for row in ROWS
+    ]
+    lines.append("| **all, per seed** | " + " | ".join(overall) + " |")
+    verdict = "ships" if report.ships else "does not ship"
+    lines += ["", f"Verdict: the adapter **{verdict}**: {report.reason}."]
+    errors = [run for run in report.runs if run.error]
+    lines += [f"- {run.package} seed {run.seed} failed: {run.error}" for run in errors]
+    return "\n".join(lines) + "\n"
+
+
+def read_gate(path: Path) -> GateReport:
+    """A gate's report (TRAIN_004 when it cannot be read)."""
+    try:
+        return GateReport.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TrainingError(
+            "TRAIN_004",
+            f"cannot read the gate report {path}: {str(exc).splitlines()[0]}",
+            "run remora train gate first",
+        ) from None
+
+
+def _average(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _cell(value: float | None, spread: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" + (f" ({spread:.3f})" if spread is not None else "")
+
+
+def _gate_run(package: str, seed: int, report: EvalReport, metric: str) -> GateRun:
+    operation = report.reports[0] if report.reports else None
+    if operation is None or operation.error:
+        error = operation.error if operation is not None else "the evaluation reported nothing"
+        return GateRun(package=package, seed=seed, error=error)
+    rows: dict[str, float | None] = {}
+    for score in operation.scores:
+        if score.tool in ROWS:
+            value = score.values.get(metric)
+            rows[score.tool] = float(value) if isinstance(value, int | float) else None
+    missing = [row for row in ROWS if row not in rows]
+    error = f"the evaluation has no row {', '.join(missing)}" if missing else None
+    return GateRun(package=package, seed=seed, rows=rows, error=error)
+
+
+def _finished(folder: Path) -> EvalReport | None:
+    """The report of a run that finished in ``folder`` earlier, if any."""
+    path = folder / "report.json"
+    if not path.is_file():
+        return None
+    try:
+        return EvalReport.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+
+
+def _slug(package: str) -> str:
+    return "".join(char if char.isalnum() or char in ".-" else "-" for char in package)

@@ -1,0 +1,148 @@
+"""The held-out gate: real evaluations of the synthetic package (scripted model), the
+verdict rule, its table, the card and the command's errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remora.errors import TrainingError
+from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
+from remora.model.base import ModelRequest, ToolCall
+from remora.operations import installed_operations
+from remora.training.card import model_card
+from remora.training.finetune import FinetuneReport, FinetuneSettings
+from remora.training.gate import (
+    GATE_FILE,
+    GateRun,
+    decide,
+    gate_markdown,
+    gate_operation,
+    read_gate,
+    run_gate,
+)
+from tests.cli_helpers import run_cli
+from tests.support.eval_context import EVAL_PACKAGE, scripted_session
+from tests.support.policy_docstring import docstring_policy, submit_only_policy
+
+CANDIDATE = "candidate.gguf"
+
+
+def _run(package: str, seed: int, host: float, base: float, adapter: float) -> GateRun:
+    rows = {HOST_ONLY_ROW: host, BASE_MODEL_ROW: base, ADAPTER_ROW: adapter}
+    return GateRun(package=package, seed=seed, rows=rows)
+
+
+def test_an_adapter_ships_only_when_it_beats_the_base_by_more_than_the_spread() -> None:
+    clear = [_run(p, s, 0.0, 0.30 + 0.01 * s, 0.50 + 0.02 * s) for p in "ab" for s in (1, 2, 3)]
+    verdict = decide(clear, [1, 2, 3], "meaning")
+    assert verdict.ships and verdict.gain == pytest.approx(0.22)
+    assert verdict.spread == pytest.approx(0.04)  # the adapter's range, the larger one
+    assert verdict.per_seed[ADAPTER_ROW] == pytest.approx([0.52, 0.54, 0.56])
+    assert "more than the spread" in verdict.reason and "host only 0.000" in verdict.reason
+    # A gain within the spread across seeds is no gain.
+    noisy = [_run("a", 1, 0.0, 0.30, 0.45), _run("a", 2, 0.0, 0.30, 0.20)]
+    verdict = decide(noisy, [1, 2], "meaning")
+    assert not verdict.ships and "not more than the spread" in verdict.reason
+    # A run that failed, or a row without the metric, decides nothing.
+    broken = [*clear[:2], GateRun(package="c", seed=1, error="EVAL_002: no such package")]
+    verdict = decide(broken, [1, 2, 3], "meaning")
+    assert not verdict.ships and verdict.gain is None
+    assert verdict.reason == "no verdict (c seed 1: EVAL_002: no such package)"
+
+
+def test_only_an_agent_whose_evaluation_has_a_gate_metric_can_be_gated() -> None:
+    installed = list(installed_operations())
+    assert gate_operation("docstring", installed).gate_metric == "meaning"
+    with pytest.raises(TrainingError) as info:
+        gate_operation("lint", installed)
+    assert info.value.code == "TRAIN_017" and "docstring" in info.value.hint
+
+
+def _adapted(request: ModelRequest) -> ToolCall:
+    """The authors' words with the candidate adapter, nothing without it."""
+    if request.adapter and request.adapter.endswith(CANDIDATE):
+        return docstring_policy(request)
+    return submit_only_policy(request)
+
+
+def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path: Path) -> None:
+    candidate = tmp_path / CANDIDATE
+    candidate.write_bytes(b"not read by the scripted model")
+    calls: list[tuple[str, int]] = []
+    operation = gate_operation("docstring", list(installed_operations()))
+
+    def gate() -> object:
+        return run_gate(
+            "docstring",
+            candidate,
+            operation=operation,
+            session=lambda extra: scripted_session(_adapted, *extra),
+            out=tmp_path / "gate",
+            packages=[str(EVAL_PACKAGE)],
+            seeds=[1, 2],
+            limit=2,
+            on_run=lambda package, seed: calls.append((package, seed)),
+        )
+
+    report = gate()
+    assert [seed for _, seed in calls] == [1, 2]
+    assert [run.error for run in report.runs] == [None, None]  # type: ignore[attr-defined]
+    stored = read_gate(tmp_path / "gate" / GATE_FILE)
+    assert stored == report
+    assert stored.ships, stored.reason
+    for run in stored.runs:
+        assert run.rows[HOST_ONLY_ROW] == 0.0 and run.rows[BASE_MODEL_ROW] == 0.0
+        assert run.rows[ADAPTER_ROW] == pytest.approx(1.0, abs=1e-3)
+    table = gate_markdown(stored)
+    assert f"| {EVAL_PACKAGE} | 0.000 (0.000) | 0.000 (0.000) | 1.000 (0.000) |" in table
+    assert "the adapter **ships**" in table
+    # Run again: the finished evaluations are reused, not run again.
+    again = gate()
+    assert again == stored and len(calls) == 4
+
+    training = FinetuneReport(
+        adapter_dir=tmp_path,
+        complete=True,
+        step=1,
+        steps=1,
+        base_gguf="base.gguf",
+        base_sha256=None,
+        examples=1,
+        sequences=1,
+        skipped=0,
+        validation_examples=0,
+        validation_skipped=0,
+        completion_tokens=1,
+        epochs=1.0,
+        seconds=1.0,
+        seconds_per_step=1.0,
+        load_seconds=0.0,
+        threads=1,
+        dtype="float32",
+        train_loss=None,
+        validation_loss=None,
+        losses=[],
+        seed=0,
+        settings=FinetuneSettings(),
+        fingerprint="x",
+        validation_digest="y",
+    )
+    card = model_card("docstring", training, 10, gate=stored)
+    assert "## Held-out gate" in card and "the adapter **ships**" in card
+
+
+def test_the_gate_command_refuses_a_missing_adapter(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "none.gguf"
+    result = run_cli(
+        ["train", "gate", str(missing), "--agent", "docstring", "--out", str(tmp_path / "g")],
+        capsys,
+    )
+    assert result.code == 1 and "TRAIN_005" in result.err
+    result = run_cli(
+        ["train", "gate", str(missing), "--agent", "lint", "--out", str(tmp_path / "g")], capsys
+    )
+    assert result.code == 1 and "TRAIN_017" in result.err
