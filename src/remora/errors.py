@@ -164,7 +164,9 @@ class TrainingError(RemoraError):
     TRAIN_010 a corpus entry is a package kept for evaluation; TRAIN_011 a corpus entry
     does not exist; TRAIN_012 no expert policy for the agent; TRAIN_013 the corpus holds
     no Python file; TRAIN_014 the output directory cannot be written; TRAIN_015 the pinned
-    package list is unusable; TRAIN_016 ``--decision`` names a tool no example calls.
+    package list is unusable; TRAIN_016 ``--decision`` names a tool no example calls;
+    TRAIN_017 the agent's evaluation has no gate metric; TRAIN_018 the adapter does not
+    beat the base model by more than the spread across seeds (it does not ship).
     """
 
     prefix = "TRAIN"
