@@ -412,6 +412,19 @@ def test_docstring_expert_describes_what_is_asked_in_the_authors_words() -> None
     )
     request.choices = {"item": ["discount"]}  # the author did not describe it: leave it
     assert expert(request).name == SUBMIT_TOOL
+    # The host refused the author's words: they are not offered again, the item is left.
+    refused = {
+        "outcome": "success",
+        "summary": "Not written (it only restates the name). Describe `prices` in other words.",
+    }
+    request = conversation(
+        ("write_docstring", {"summary": "Return the sum of the prices."}, written),
+        ("describe", {"item": "prices", "text": "Amounts in cents, one per item."}, refused),
+        agent=agent,
+    )
+    request.allowed_tools = ["describe", SUBMIT_TOOL]
+    request.choices = {"item": ["prices"]}
+    assert expert(request).name == SUBMIT_TOOL
 
 
 def test_test_expert_proposes_other_real_values_after_a_rejection() -> None:

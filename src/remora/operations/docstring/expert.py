@@ -48,7 +48,8 @@ def original_descriptions(docstring: str) -> dict[str, str]:
 class DocstringExpert:
     """Write ``summary`` (the author's own first line), then describe each item the host
     asks for with the author's description of it, reword the summary for each problem the
-    check reports; submit when the author left the asked item undescribed.
+    check reports; submit when the author left the asked item undescribed or the host
+    refused the author's description of it.
 
     With ``mistake``, the first summary only repeats the name; the tool refuses it and
     the author's summary follows.
@@ -85,7 +86,15 @@ class DocstringExpert:
         if asked:
             item = str(asked[0])
             text = self.descriptions.get(item)
-            if text is None:
+            # The author's words the host refused once are not offered again: the item is
+            # left for the person (a repeat would teach the model to insist).
+            refused = any(
+                s.tool == "describe"
+                and s.arguments.get("item") == item
+                and "Not written" in s.summary
+                for s in seen
+            )
+            if text is None or refused:
                 return choose(request, submit(), submit)
             return choose(request, call("describe", item=item, text=text), submit)
         last = seen[-1]
