@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
+from remora.training.card import model_card
 from remora.training.evaluate import CallScore, EpisodeScore, Scores, write_scores
 from remora.training.finetune import REPORT_FILE, FinetuneReport, FinetuneSettings
+from remora.training.gate import GateReport, GateRun, decide
 from tests.cli_helpers import run_cli
 
 
@@ -133,3 +136,32 @@ def test_a_run_stopped_for_time_says_so(capsys: pytest.CaptureFixture[str], tmp_
     assert "40 steps (0.12 epochs; stopped early, of 320 planned, when its minutes were spent)" in (
         card
     )
+
+
+def test_card_gives_the_gate_table_and_verdict(tmp_path: Path) -> None:
+    runs = [
+        GateRun(
+            package=package,
+            seed=seed,
+            rows={HOST_ONLY_ROW: 0.0, BASE_MODEL_ROW: 0.1, ADAPTER_ROW: 0.1 + 0.1 * seed},
+        )
+        for package in ("toolz==1.0.0", "inflection==0.5.1")
+        for seed in (1, 2, 3)
+    ]
+    verdict = decide(runs, [1, 2, 3], "meaning")
+    gate = GateReport(
+        agent="docstring",
+        operation="docstring",
+        metric="meaning",
+        adapter="docstring.gguf",
+        limit=12,
+        packages=["toolz==1.0.0", "inflection==0.5.1"],
+        seeds=[1, 2, 3],
+        runs=runs,
+        **verdict.model_dump(),
+    )
+    card = model_card("docstring", report(tmp_path), 10, gate=gate)
+    section = card.split("## Held-out gate", 1)[1]
+    assert "| toolz==1.0.0 | 0.000 (0.000) | 0.100 (0.000) | 0.300 (0.200) |" in section
+    # A gain of 0.2 against a spread of 0.2 across seeds is not more than the spread.
+    assert "the adapter **does not ship**" in section and "not more than the spread" in section

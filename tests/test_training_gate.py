@@ -11,8 +11,6 @@ from remora.errors import TrainingError
 from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
 from remora.model.base import ModelRequest, ToolCall
 from remora.operations import installed_operations
-from remora.training.card import model_card
-from remora.training.finetune import FinetuneReport, FinetuneSettings
 from remora.training.gate import (
     GATE_FILE,
     GateRun,
@@ -101,36 +99,6 @@ def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path:
     # Run again: the finished evaluations are reused, not run again.
     again = gate()
     assert again == stored and len(calls) == 4
-
-    training = FinetuneReport(
-        adapter_dir=tmp_path,
-        complete=True,
-        step=1,
-        steps=1,
-        base_gguf="base.gguf",
-        base_sha256=None,
-        examples=1,
-        sequences=1,
-        skipped=0,
-        validation_examples=0,
-        validation_skipped=0,
-        completion_tokens=1,
-        epochs=1.0,
-        seconds=1.0,
-        seconds_per_step=1.0,
-        load_seconds=0.0,
-        threads=1,
-        dtype="float32",
-        train_loss=None,
-        validation_loss=None,
-        losses=[],
-        seed=0,
-        settings=FinetuneSettings(),
-        fingerprint="x",
-        validation_digest="y",
-    )
-    card = model_card("docstring", training, 10, gate=stored)
-    assert "## Held-out gate" in card and "the adapter **ships**" in card
 
 
 def test_the_gate_command_refuses_a_missing_adapter(
