@@ -130,8 +130,8 @@ def run_gate(
     metric = operation.gate_metric
     chosen = session([f"model.adapters.{agent}={adapter}"])
     runs: list[GateRun] = []
-    for package in packages:
-        for seed in seeds:
+    for seed in seeds:  # every package of a seed first: a gate cut short still spans them
+        for package in packages:
             if on_run is not None:
                 on_run(package, seed)
             folder = out / f"{_slug(package)}-seed{seed}"
