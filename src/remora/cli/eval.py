@@ -135,7 +135,7 @@ def eval_command(
         config_file=OPTIONS.config_file,
         assignments=assignments,
     )
-    with _progress() as progress:
+    with eval_progress() as progress:
         report = run_eval(options, evaluators=evaluators, session=session, progress=progress)
     _render(report, output)
     if out is not None:
@@ -175,7 +175,7 @@ class _Bars:
 
 
 @contextmanager
-def _progress() -> Iterator[_Bars]:
+def eval_progress() -> Iterator[_Bars]:
     """Live bars on a terminal; one line per step otherwise; nothing with ``-q``."""
     if OPTIONS.verbosity < 0 or not err_console.is_terminal:
         yield _Bars(None)

@@ -443,6 +443,7 @@ def gate_command(
 
     Example: remora train gate docstring.gguf --agent docstring --out gate-docstring/
     """
+    from remora.cli.eval import eval_progress
     from remora.evaluation import RemoraSession
     from remora.training.gate import (
         GATE_PACKAGES,
@@ -463,19 +464,21 @@ def gate_command(
             assignments=[*OPTIONS.assignments, *extra],
         )
 
-    report = run_gate(
-        agent,
-        adapter,
-        operation=operation,
-        session=session,
-        out=out,
-        packages=packages or GATE_PACKAGES,
-        seeds=seeds or GATE_SEEDS,
-        limit=limit,
-        on_run=lambda package, seed: err_console.print(
-            f"gate: evaluating {package}, seed {seed}", highlight=False
-        ),
-    )
+    with eval_progress() as progress:
+        report = run_gate(
+            agent,
+            adapter,
+            operation=operation,
+            session=session,
+            out=out,
+            packages=packages or GATE_PACKAGES,
+            seeds=seeds or GATE_SEEDS,
+            limit=limit,
+            progress=progress,
+            on_run=lambda package, seed: err_console.print(
+                f"gate: evaluating {package}, seed {seed}", highlight=False
+            ),
+        )
     text = gate_markdown(report)
     (out / "gate.md").write_text(text, encoding="utf-8")
     console.print(text, markup=False, highlight=False)
