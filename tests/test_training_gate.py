@@ -69,14 +69,19 @@ def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path:
     candidate = tmp_path / CANDIDATE
     candidate.write_bytes(b"not read by the scripted model")
     calls: list[tuple[str, int]] = []
+    asked: list[ModelRequest] = []
     operation = gate_operation("docstring", list(installed_operations()))
+
+    def policy(request: ModelRequest) -> ToolCall:
+        asked.append(request)
+        return _adapted(request)
 
     def gate() -> object:
         return run_gate(
             "docstring",
             candidate,
             operation=operation,
-            session=lambda extra: scripted_session(_adapted, *extra),
+            session=lambda extra: scripted_session(policy, *extra),
             out=tmp_path / "gate",
             packages=[str(EVAL_PACKAGE)],
             seeds=[1, 2],
@@ -96,9 +101,14 @@ def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path:
     table = gate_markdown(stored)
     assert f"| {EVAL_PACKAGE} | 0.000 (0.000) | 0.000 (0.000) | 1.000 (0.000) |" in table
     assert "the adapter **ships**" in table
-    # Run again: the finished evaluations are reused, not run again.
+    # Run again: the finished evaluations are reused, the model is not asked again.
+    before = len(asked)
     again = gate()
-    assert again == stored and len(calls) == 4
+    assert again == stored and len(calls) == 4 and len(asked) == before
+    # Another candidate (other content, same path) is evaluated afresh.
+    candidate.write_bytes(b"a retrained adapter")
+    gate()
+    assert len(asked) > before
 
 
 def test_the_gate_command_refuses_a_missing_adapter(

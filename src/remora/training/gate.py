@@ -10,12 +10,14 @@ own adapter with ``model.adapters.<agent>``. Each row is read by the operation's
 The verdict: per seed, a row's figure is its mean over the packages; the adapter passes
 when the mean of its per-seed figures beats the base model's by more than the spread
 across seeds (the larger range of the two rows' per-seed figures). A run that fails, or an
-evaluation without the three rows, fails the gate. Each run is kept in its own folder, so
-running the gate again reuses the runs that finished.
+evaluation without the three rows, fails the gate. Each run is kept in its own folder (named
+by package, seed, limit and the adapter's content), so running the gate again on the same
+candidate reuses the runs that finished.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -129,12 +131,14 @@ def run_gate(
     assert operation.evaluate is not None and operation.gate_metric is not None
     metric = operation.gate_metric
     chosen = session([f"model.adapters.{agent}={adapter}"])
+    digest = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
     runs: list[GateRun] = []
     for seed in seeds:  # every package of a seed first: a gate cut short still spans them
         for package in packages:
             if on_run is not None:
                 on_run(package, seed)
-            folder = out / f"{_slug(package)}-seed{seed}"
+            # Named by the adapter's content too: a run of another candidate is never reused.
+            folder = out / f"{_slug(package)}-seed{seed}-limit{limit}-{digest}"
             report = _finished(folder)
             if report is None:
                 shutil.rmtree(folder, ignore_errors=True)
