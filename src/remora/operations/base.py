@@ -71,9 +71,9 @@ class PlannedEpisode:
     ``shared_root`` episodes run in one scratch copy of their corpus entry's file (their
     text is the file as it is); ``in_package`` ones in their own copy of that project (the
     whole entry, and its tests under ``tests/`` as :func:`entry_test_texts` finds them)
-    with their file's text in place, so the host finds the calls and callees it would find in a real
-    project; the others in a project of their file alone. ``docstring`` is the original
-    docstring the episode's file lacks, which must not show in the prompt.
+    with their file's text in place, so the host finds the calls and callees it would find
+    in a real project; the others in a project of their file alone. ``docstring`` is the
+    original docstring the episode's file lacks, which must not show in the prompt.
     """
 
     id: str

@@ -9,9 +9,9 @@ trims to fit but can never make room for by dropping the node.
 
 A node over its budget is shown by :func:`fit_node_text` as a header saying so and (for an
 agent that has it) naming the ``read_lines`` tool with the file path and the line range to
-call it with, then the
-outline of its definitions (:mod:`remora.discovery.outline`), then as many of its leading
-lines, numbered, as still fit. A job therefore never fails for the size of its node.
+call it with, then the outline of its definitions (:mod:`remora.discovery.outline`), then
+as many of its leading lines, numbered, as still fit. A job therefore never fails for the
+size of its node.
 """
 
 from __future__ import annotations

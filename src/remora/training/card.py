@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from remora.errors import TrainingError
+from remora.training.dataset import read_model
 from remora.training.evaluate import Score, Scores
 from remora.training.finetune import REPORT_FILE, FinetuneReport
 from remora.training.gate import GateReport, gate_markdown
@@ -19,15 +19,13 @@ from remora.training.gate import GateReport, gate_markdown
 
 def read_report(adapter_dir: Path) -> FinetuneReport:
     """The finished run's report; TRAIN_004 when there is none."""
-    path = adapter_dir / REPORT_FILE
-    try:
-        return FinetuneReport.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TrainingError(
-            "TRAIN_004",
-            f"cannot read the training report {path}: {str(exc).splitlines()[0]}",
-            "finish the run with remora train finetune first",
-        ) from None
+    return read_model(
+        adapter_dir / REPORT_FILE,
+        FinetuneReport,
+        code="TRAIN_004",
+        what="the training report",
+        hint="finish the run with remora train finetune first",
+    )
 
 
 def model_card(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -66,3 +66,17 @@ def read_examples(path: Path) -> Iterator[TrainingExample]:
                     f"{path}:{number} is not a training example: {str(exc).splitlines()[0]}",
                     "regenerate the file with remora train generate",
                 ) from None
+
+
+Stored = TypeVar("Stored", bound=BaseModel)
+
+
+def read_model(path: Path, model: type[Stored], *, code: str, what: str, hint: str) -> Stored:
+    """A JSON file a training step wrote, as ``model``; ``code`` ("cannot read ``what``",
+    with ``hint``) when it is missing or not such a file."""
+    try:
+        return model.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TrainingError(
+            code, f"cannot read {what} {path}: {str(exc).splitlines()[0]}", hint
+        ) from None

@@ -27,7 +27,7 @@ from remora.operations.base import PlannedEpisode
 from remora.orchestration import Job
 from remora.runner import AgentResult, parse_response
 from remora.runner.parsing import parse_functiongemma_calls
-from remora.training.dataset import TrainingExample
+from remora.training.dataset import TrainingExample, read_model
 from remora.training.traces import Session
 
 
@@ -299,11 +299,10 @@ def write_scores(path: Path, scores: Scores) -> None:
 
 def read_scores(path: Path) -> Scores:
     """Scores as ``remora train evaluate --json`` wrote them; TRAIN_001 when unreadable."""
-    try:
-        return Scores.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TrainingError(
-            "TRAIN_001",
-            f"cannot read scores {path}: {str(exc).splitlines()[0]}",
-            "write them with remora train evaluate --json",
-        ) from None
+    return read_model(
+        path,
+        Scores,
+        code="TRAIN_001",
+        what="scores",
+        hint="write them with remora train evaluate --json",
+    )

@@ -26,9 +26,9 @@ from pydantic import BaseModel, Field
 
 from remora.errors import RemoraError, TrainingError
 from remora.evaluation import EvalOptions, EvalReport, ProgressSink, RemoraSession, run_eval
-from remora.evaluation.functions import mean
 from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
 from remora.operations.base import Operation
+from remora.training.dataset import read_model
 
 GATE_PACKAGES = ("toolz==1.0.0", "inflection==0.5.1", "humanize==4.17.0")
 """Held-out packages: toolz (the development evaluation) and two chosen for the gate; none
@@ -72,24 +72,14 @@ class GateReport(GateVerdict):
     seeds: list[int]
     runs: list[GateRun]
 
-    def row_mean(self, row: str, package: str | None = None) -> float | None:
-        """The row's mean over the seeds, on one package or (None) over all of them."""
-        values = [
-            value
-            for run in self.runs
-            if package is None or run.package == package
-            if (value := run.rows.get(row)) is not None
-        ]
-        return mean(values) if values else None
-
-    def row_range(self, row: str, package: str) -> float | None:
-        values = [
+    def row_values(self, row: str, package: str) -> list[float]:
+        """The row's figures on ``package``, seed by seed (those it has)."""
+        return [
             value
             for run in self.runs
             if run.package == package
             if (value := run.rows.get(row)) is not None
         ]
-        return max(values) - min(values) if values else None
 
 
 def gate_operation(agent: str, operations: Sequence[Operation]) -> Operation:
@@ -214,17 +204,9 @@ def gate_markdown(report: GateReport) -> str:
         "|---|" + "---:|" * len(ROWS),
     ]
     for package in report.packages:
-        cells = [
-            _cell(report.row_mean(row, package), report.row_range(row, package)) for row in ROWS
-        ]
+        cells = [_cell(report.row_values(row, package)) for row in ROWS]
         lines.append(f"| {package} | " + " | ".join(cells) + " |")
-    overall = [
-        _cell(
-            _average(values) if (values := report.per_seed.get(row)) else None,
-            max(values) - min(values) if values else None,
-        )
-        for row in ROWS
-    ]
+    overall = [_cell(report.per_seed.get(row, [])) for row in ROWS]
     lines.append("| **all, per seed** | " + " | ".join(overall) + " |")
     verdict = "ships" if report.ships else "does not ship"
     lines += ["", f"Verdict: the adapter **{verdict}**: {report.reason}."]
@@ -235,24 +217,24 @@ def gate_markdown(report: GateReport) -> str:
 
 def read_gate(path: Path) -> GateReport:
     """A gate's report (TRAIN_004 when it cannot be read)."""
-    try:
-        return GateReport.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise TrainingError(
-            "TRAIN_004",
-            f"cannot read the gate report {path}: {str(exc).splitlines()[0]}",
-            "run remora train gate first",
-        ) from None
+    return read_model(
+        path,
+        GateReport,
+        code="TRAIN_004",
+        what="the gate report",
+        hint="run remora train gate first",
+    )
 
 
 def _average(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _cell(value: float | None, spread: float | None) -> str:
-    if value is None:
+def _cell(values: Sequence[float]) -> str:
+    """Mean and range of a row's figures across seeds; ``-`` for none."""
+    if not values:
         return "-"
-    return f"{value:.3f}" + (f" ({spread:.3f})" if spread is not None else "")
+    return f"{_average(values):.3f} ({max(values) - min(values):.3f})"
 
 
 def _gate_run(package: str, seed: int, report: EvalReport, metric: str) -> GateRun:

@@ -402,6 +402,20 @@ class Session:
             self.roots[key] = root
         return self.roots[key]
 
+    def package_root(self, file: CorpusFile) -> Path:
+        """One copy per run of a corpus entry's project: its :meth:`shared_root` with its
+        tests under ``tests/``, where a project keeps them (copied for each episode)."""
+        key = f"{file.entry}#tests"
+        if key not in self.roots:
+            root = self.scratch / f"package-{len(self.roots):04d}"
+            shutil.copytree(self.shared_root(file), root)
+            for name, text in entry_test_texts(file.entry):
+                if not (root / name).exists():
+                    (root / name).parent.mkdir(parents=True, exist_ok=True)
+                    (root / name).write_text(text, encoding="utf-8")
+            self.roots[key] = root
+        return self.roots[key]
+
     @contextlib.asynccontextmanager
     async def root_for(self, episode: PlannedEpisode) -> AsyncIterator[Path]:
         """The scratch project the episode runs in (its own, unless it shares its entry's)."""
@@ -411,11 +425,7 @@ class Session:
         self.number += 1
         root = self.scratch / f"episode-{self.number:06d}"
         if episode.in_package:
-            shutil.copytree(self.shared_root(episode.file), root)
-            for name, text in entry_test_texts(episode.file.entry):
-                if not (root / name).exists():
-                    (root / name).parent.mkdir(parents=True, exist_ok=True)
-                    (root / name).write_text(text, encoding="utf-8")
+            shutil.copytree(self.package_root(episode.file), root)
         path = root / episode.file.source
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(episode.text, encoding="utf-8")
