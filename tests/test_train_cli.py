@@ -97,6 +97,23 @@ def test_finetune_trains_only_the_decisions_asked_for(
 
 
 @pytest.mark.model
+def test_finetune_prepare_only_tokenizes_and_trains_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    turns = [_turn(0, "write_docstring"), _turn(1, "submit_result")]
+    write_examples(tmp_path / "docstring" / "train.jsonl", turns)
+    out = tmp_path / "adapter"
+    command = ["train", "finetune", str(out), "--agent", "docstring", "--data", str(tmp_path)]
+    result = run_cli([*command, "--prepare-only"], capsys)
+    assert result.code == 0, result.err
+    assert "tokenized 2 training and 0 validation sequences" in result.out
+    assert (out / "tokens.json.gz").is_file()
+    assert not (out / "training.json").exists() and not (out / "checkpoints").exists()
+    result = run_cli([*command, "--device", "gpu"], capsys)
+    assert result.code == 2 and "gpu" in result.err
+
+
+@pytest.mark.model
 def test_evaluate_scores_the_base_model_on_held_out_turns(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

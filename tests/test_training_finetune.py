@@ -6,12 +6,14 @@ llama.cpp tokenizer feeds it; it trains in a fraction of a second per step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from remora.model.functiongemma import render_completion, render_request
 from remora.model.llama_cpp import LlamaCppBackend
 from remora.training.dataset import TrainingExample
 from remora.training.finetune import (
+    TOKENS_FILE,
     FinetuneReport,
     FinetuneSettings,
     Tokenize,
@@ -34,6 +37,8 @@ from remora.training.finetune import (
     finetune,
     native_bf16,
     pack_turns,
+    prepare,
+    training_device,
 )
 
 torch = pytest.importorskip("torch")
@@ -446,6 +451,61 @@ def test_bfloat16_only_where_the_cpu_computes_it(tmp_path: Path) -> None:
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16\n")
     assert native_bf16(cpuinfo)
     assert not native_bf16(tmp_path / "missing")
+
+
+# tokens kept, devices ---------------------------------------------------------------------
+
+
+def test_prepared_tokens_train_without_the_tokenizer(
+    tokenize: Tokenize, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a GPU server without llama.cpp does: it trains on the tokens prepared here."""
+    import remora.training.finetune as module
+
+    opened: list[Path] = []
+
+    @contextlib.contextmanager
+    def counting(gguf: Path) -> Iterator[Tokenize]:
+        opened.append(gguf)
+        yield tokenize
+
+    monkeypatch.setattr(module, "llama_tokenizer", counting)
+    out = tmp_path / "out"
+    tokenized = prepare(TRAIN, VALIDATION, settings(), out)
+    assert len(opened) == 1 and opened[0].name == "gemma-3-270m-q4_k_m.gguf"
+    assert (out / TOKENS_FILE).is_file() and not (out / "training.json").exists()
+    assert len(tokenized.train) == 4 and len(tokenized.validation) == 1
+    assert tokenized.train[0].targets == tokenize(TRAIN[0].completion)
+
+    @contextlib.contextmanager
+    def missing(gguf: Path) -> Iterator[Tokenize]:
+        raise AssertionError("the kept tokens should have been used")
+        yield tokenize
+
+    monkeypatch.setattr(module, "llama_tokenizer", missing)
+    report = finetune(TRAIN, VALIDATION, settings(steps=2), out, model=tiny_model(), progress=False)
+    assert report.complete and report.examples == 4 and report.device == "cpu"
+    assert report.base_gguf == "gemma-3-270m-q4_k_m.gguf"
+    reference = run(tokenize, tmp_path / "reference", steps=2)
+    assert report.losses == pytest.approx(reference.losses)
+
+    # other examples are tokenized again, and kept in place of the old ones
+    monkeypatch.setattr(module, "llama_tokenizer", counting)
+    again = prepare(TRAIN[:2], VALIDATION, settings(), out)
+    assert len(again.train) == 2 and len(opened) == 2
+    (out / TOKENS_FILE).write_bytes(b"not gzip")
+    assert len(prepare(TRAIN[:2], VALIDATION, settings(), out).train) == 2
+    assert len(opened) == 3
+
+
+def test_cuda_where_asked_for_needs_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert training_device("auto") == "cpu" and training_device("cpu") == "cpu"
+    with pytest.raises(TrainingError) as caught:
+        training_device("cuda")
+    assert caught.value.code == "TRAIN_019" and "--device cpu" in (caught.value.hint or "")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert training_device("auto") == "cuda" and training_device("cpu") == "cpu"
 
 
 def test_the_module_imports_without_torch() -> None:

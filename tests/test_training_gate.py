@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from remora.errors import TrainingError
+from remora.evaluation import EvalReport
 from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
 from remora.model.base import ModelRequest, ToolCall
 from remora.operations import installed_operations
@@ -105,10 +106,26 @@ def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path:
     before = len(asked)
     again = gate()
     assert again == stored and len(calls) == 4 and len(asked) == before
-    # Another candidate (other content, same path) is evaluated afresh.
+    # Another candidate (other content, same path): only its own row is evaluated; the
+    # host-only and base-model rows of the first one are reused.
+    folders = sorted(path.name for path in (tmp_path / "gate").iterdir() if path.is_dir())
+    assert len(folders) == 4 and sum("-base-" in name for name in folders) == 2
+    for name in folders:
+        evaluated = EvalReport.model_validate_json(
+            (tmp_path / "gate" / name / "report.json").read_text()
+        )
+        tools = {score.tool for score in evaluated.reports[0].scores}
+        measured = {HOST_ONLY_ROW, BASE_MODEL_ROW} if "-base-" in name else {ADAPTER_ROW}
+        assert tools & {HOST_ONLY_ROW, BASE_MODEL_ROW, ADAPTER_ROW} == measured
     candidate.write_bytes(b"a retrained adapter")
-    gate()
-    assert len(asked) > before
+    third = gate()
+    new_asks = asked[before:]
+    assert new_asks and all(
+        request.adapter and request.adapter.endswith(CANDIDATE) for request in new_asks
+    )
+    assert [run.rows for run in third.runs] == [run.rows for run in stored.runs]
+    assert len(list((tmp_path / "gate").glob("*-base-*"))) == 2
+    assert len([path for path in (tmp_path / "gate").iterdir() if path.is_dir()]) == 6
 
 
 def test_the_gate_command_refuses_a_missing_adapter(

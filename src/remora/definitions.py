@@ -44,6 +44,7 @@ Error codes (``AgentDefinitionError``):
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -291,6 +292,18 @@ class SubagentDefinition(BaseModel):
     def capabilities(self) -> Mapping[str, Capability]:
         """What the agent's scripts may call: the capabilities they were checked against."""
         return self._capabilities
+
+    def definition_digest(self) -> str:
+        """A digest of the agent's files but its adapters: what a run without an adapter
+        depends on, so work measured with one definition is reused only with it."""
+        files = sorted(
+            p for p in self.directory.rglob("*") if p.is_file() and "adapters" not in p.parts
+        )
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(path.relative_to(self.directory).as_posix().encode())
+            digest.update(path.read_bytes())
+        return digest.hexdigest()[:16]
 
     def render_node_context(self, variables: Mapping[str, Any]) -> str:
         """The first user message for one node (AGENT_012 when a variable is missing)."""

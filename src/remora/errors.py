@@ -166,7 +166,8 @@ class TrainingError(RemoraError):
     no Python file; TRAIN_014 the output directory cannot be written; TRAIN_015 the pinned
     package list is unusable; TRAIN_016 ``--decision`` names a tool no example calls;
     TRAIN_017 the agent's evaluation has no gate metric; TRAIN_018 the adapter does not
-    beat the base model by more than the spread across seeds (it does not ship).
+    beat the base model by more than the spread across seeds (it does not ship); TRAIN_019
+    training on CUDA was asked for where torch sees no GPU.
     """
 
     prefix = "TRAIN"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -211,15 +211,32 @@ def finetune_command(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    device: Annotated[
+        Literal["auto", "cpu", "cuda"],
+        typer.Option(help="Where to train: auto takes a CUDA GPU where torch sees one."),
+    ] = "auto",
+    base: Annotated[
+        Path | None,
+        typer.Option(help="The GGUF to train against (default: the embedded model)."),
+    ] = None,
+    prepare_only: Annotated[
+        bool,
+        typer.Option(
+            "--prepare-only",
+            help="Tokenize the examples into OUT and stop; finetune into OUT later, here or "
+            "on a machine with torch but without llama.cpp (a GPU server).",
+        ),
+    ] = False,
 ) -> None:
     """Fine-tune a LoRA adapter on the examples of the chosen agents (one shared adapter
     when several are given), against the GGUF the runtime uses.
 
     Checkpoints as it goes; run the same command again to resume after a stop or Ctrl-C.
+    Trains on a CUDA GPU where torch sees one, on the CPU otherwise.
 
     Example: remora train finetune adapters/shared --steps 1500
     """
-    from remora.training.finetune import FinetuneSettings, finetune
+    from remora.training.finetune import FinetuneSettings, finetune, prepare
 
     chosen = _agents(agents)
     settings = FinetuneSettings(
@@ -234,6 +251,8 @@ def finetune_command(
         stop_after=stop_after,
         minutes=minutes,
         seed=seed,
+        device=device,
+        base=base,
     )
     train = _examples(data, chosen, "train", decisions or ())
     validation = _examples(data, chosen, "validation", decisions or ())
@@ -243,6 +262,14 @@ def finetune_command(
             f"no training example calls {', '.join(decisions)}",
             "name a tool the agent's turns call (generate reports them under decisions)",
         )
+    if prepare_only:
+        tokenized = prepare(train, validation, settings, out)
+        console.print(
+            f"tokenized {len(tokenized.train)} training and {len(tokenized.validation)} "
+            f"validation sequences into {shown(str(out))} ({tokenized.skipped} examples "
+            "too long); run the same command without --prepare-only to train"
+        )
+        return
     report = finetune(train, validation, settings, out)
     state = "complete" if report.complete else f"stopped at step {report.step}"
     if report.stopped_for_time:

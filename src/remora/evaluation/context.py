@@ -74,6 +74,12 @@ class EvalContext:
     suite: SuiteRun
     progress: OperationProgress
     test_timeout: float = DEFAULT_TEST_TIMEOUT_S
+    rows: frozenset[str] | None = None
+    """Remora's rows to measure, by name (None: all); an operation with one row runs it."""
+
+    def measures(self, row: str) -> bool:
+        """Whether this run measures Remora's row ``row``."""
+        return self.rows is None or row in self.rows
 
     def scratch(self, name: str, base: Project | None = None) -> Project:
         """A fresh copy of ``base`` (default: the pristine package) named ``name``."""

@@ -47,6 +47,11 @@ class EvalOptions(BaseModel):
     seed: int = 0
     out: Path | None = None
     test_timeout: float = DEFAULT_TEST_TIMEOUT_S
+    rows: list[str] | None = Field(
+        default=None,
+        description="Measure only these of Remora's rows, by name (None: all); the gate "
+        "measures a candidate's row apart from the rows that do not depend on it.",
+    )
 
     def check(self, known: Sequence[str]) -> None:
         """Refuse options that cannot run, before any work (EVAL_004-006); ``known`` are
@@ -134,6 +139,7 @@ def run_eval(
                 suite=report.test_suite,
                 progress=OperationProgress(operation, sink),
                 test_timeout=options.test_timeout,
+                rows=frozenset(options.rows) if options.rows is not None else None,
             )
             report.reports.append(_evaluate(operation, evaluators[operation], context))
         report.wall_s = time.perf_counter() - started

@@ -1,4 +1,4 @@
-"""LoRA fine-tuning of the runtime's model on the CPU, with transformers and peft.
+"""LoRA fine-tuning of the runtime's model with transformers and peft, on the CPU or a GPU.
 
 What the adapter is trained on is what it will run with:
 
@@ -27,7 +27,13 @@ One sequence per forward pass (no padding), optionally several per optimizer ste
 base weights are bfloat16 when the CPU computes it natively (AVX512-BF16 or AMX: 1.45
 against 3.2 s a step, completion loss equal to 3e-4), float32 otherwise (bfloat16
 without them was reported 3.6x slower); the adapter and its optimizer are float32
-either way. Half the usable CPUs by default (:func:`default_threads` says why).
+either way. Half the usable CPUs by default (:func:`default_threads` says why). Where
+torch sees a CUDA GPU (``device``), training runs there, in bfloat16.
+
+The tokenized examples are kept in ``out_dir`` (``tokens.json.gz``, keyed by the base
+model and the examples), so a resumed run does not tokenize again and a run can be
+tokenized on one machine (:func:`prepare`) and trained on another that has torch but not
+llama.cpp, such as a GPU server.
 
 ``out_dir`` becomes the PEFT adapter directory (``adapter_config.json``,
 ``adapter_model.safetensors``) with ``training.json`` (:class:`FinetuneReport`) and
@@ -44,6 +50,7 @@ second Ctrl-C stops at once.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import json
 import math
@@ -80,6 +87,7 @@ MLP_MODULES = ("gate_proj", "up_proj", "down_proj")
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 REPORT_FILE = "training.json"
 CHECKPOINTS = "checkpoints"
+TOKENS_FILE = "tokens.json.gz"
 
 _INSTALL = "pip install 'remora[train]'"
 _CHECKPOINT = re.compile(r"step-(\d{7,})")
@@ -124,6 +132,9 @@ class FinetuneSettings(BaseModel):
     threads: int | None = Field(default=None, ge=1, description="None: half the usable CPUs.")
     dtype: Literal["auto", "float32", "bfloat16"] = Field(
         default="auto", description="Of the loaded base weights; auto: bfloat16 if native."
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        default="auto", description="Where to train; auto: a CUDA GPU if torch sees one."
     )
     checkpoint_every: int = Field(default=50, ge=1)
     keep_checkpoints: int = Field(default=2, ge=1)
@@ -173,6 +184,7 @@ class FinetuneReport(BaseModel):
     load_seconds: float = Field(description="Loading the base in the last session.")
     threads: int
     dtype: str
+    device: str = "cpu"
     train_loss: float | None = Field(description="Mean loss of the last tenth of the steps.")
     validation_loss: float | None
     losses: list[float] = Field(description="Loss of every step.")
@@ -244,15 +256,16 @@ def completion_loss(model: Any, batch: CompletionBatch, *, full_logits: bool = F
     """
     import torch
 
-    ids = torch.tensor([batch.input_ids], dtype=torch.long)
-    positions = torch.tensor(batch.positions, dtype=torch.long)
+    device = next(model.parameters()).device
+    ids = torch.tensor([batch.input_ids], dtype=torch.long, device=device)
+    positions = torch.tensor(batch.positions, dtype=torch.long, device=device)
     if full_logits:
         logits = model(input_ids=ids, use_cache=False).logits[0, positions]
     else:
         logits = model(input_ids=ids, logits_to_keep=positions, use_cache=False).logits[0]
-    targets = torch.tensor(batch.targets, dtype=torch.long)
+    targets = torch.tensor(batch.targets, dtype=torch.long, device=device)
     losses = torch.nn.functional.cross_entropy(logits.float(), targets, reduction="none")
-    weights = torch.cat([torch.full((n,), 1.0 / n) for n in batch.turns])
+    weights = torch.cat([torch.full((n,), 1.0 / n, device=device) for n in batch.turns])
     return (losses * weights).sum() / len(batch.turns)
 
 
@@ -264,6 +277,20 @@ def native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
         return False
     flags = set(re.findall(r"[\w.]+", " ".join(re.findall(r"^flags\s*:(.*)$", text, re.M))))
     return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def training_device(choice: Literal["auto", "cpu", "cuda"] = "auto") -> str:
+    """``cuda`` where asked (or, for auto, where torch sees a GPU), else ``cpu``; TRAIN_019
+    when CUDA is asked for and torch has none."""
+    torch = _require("torch")
+    available = bool(torch.cuda.is_available())
+    if choice == "cuda" and not available:
+        raise TrainingError(
+            "TRAIN_019",
+            "training on cuda was asked for, but torch sees no CUDA GPU",
+            "train with --device cpu, or install a CUDA build of torch on a machine with a GPU",
+        )
+    return "cuda" if choice == "cuda" or (choice == "auto" and available) else "cpu"
 
 
 def default_threads() -> int:
@@ -303,17 +330,21 @@ def llama_tokenizer(gguf: Path) -> Iterator[Tokenize]:
         backend.close()
 
 
-def load_base(gguf: Path, dtype: Literal["auto", "float32", "bfloat16"] = "auto") -> Any:
-    """The GGUF's weights dequantized into a transformers model; TRAIN_002/TRAIN_003."""
+def load_base(
+    gguf: Path, dtype: Literal["auto", "float32", "bfloat16"] = "auto", device: str = "cpu"
+) -> Any:
+    """The GGUF's weights dequantized into a transformers model on ``device``;
+    TRAIN_002/TRAIN_003."""
     torch = _require("torch")
     transformers = _require("transformers")
-    chosen = dtype if dtype != "auto" else ("bfloat16" if native_bf16() else "float32")
+    native = device == "cuda" or native_bf16()
+    chosen = dtype if dtype != "auto" else ("bfloat16" if native else "float32")
     verbosity = transformers.logging.get_verbosity()
     # Asked for bfloat16 it warns about packed GGUF kernels, which Gemma 3 does not use:
     # its weights are dequantized into plain Linear layers either way.
     transformers.logging.set_verbosity_error()
     try:
-        return transformers.AutoModelForCausalLM.from_pretrained(
+        model = transformers.AutoModelForCausalLM.from_pretrained(
             str(gguf.parent), gguf_file=gguf.name, dtype=getattr(torch, chosen)
         )
     except ImportError as exc:
@@ -328,6 +359,121 @@ def load_base(gguf: Path, dtype: Literal["auto", "float32", "bfloat16"] = "auto"
         ) from None
     finally:
         transformers.logging.set_verbosity(verbosity)
+    return model.to(device)
+
+
+@dataclass(frozen=True)
+class TokenizedExamples:
+    """The training and validation sequences, and how many examples of each did not fit."""
+
+    train: list[CompletionBatch]
+    skipped: int
+    validation: list[CompletionBatch]
+    validation_skipped: int
+
+
+def prepare(
+    train: Sequence[TrainingExample],
+    validation: Sequence[TrainingExample],
+    settings: FinetuneSettings,
+    out_dir: Path,
+) -> TokenizedExamples:
+    """Tokenize the examples with the base GGUF's tokenizer into ``out_dir`` without
+    training: a later :func:`finetune` into the same directory, here or on a machine
+    without llama.cpp, reads them instead of tokenizing; TRAIN_003/TRAIN_004/TRAIN_006."""
+    if not train:
+        raise TrainingError(
+            "TRAIN_006", "there are no training examples", "run remora train generate first"
+        )
+    out_dir = _output_dir(out_dir)
+    gguf = base_gguf(settings)
+    return _tokenized_examples(train, validation, settings, out_dir, gguf, _sha256(gguf))
+
+
+def _tokenized_examples(
+    train: Sequence[TrainingExample],
+    validation: Sequence[TrainingExample],
+    settings: FinetuneSettings,
+    out_dir: Path,
+    gguf: Path,
+    sha256: str,
+) -> TokenizedExamples:
+    """The examples tokenized by llama.cpp over ``gguf``, or as kept in ``out_dir`` by an
+    earlier run over the same base, examples and length settings."""
+    key = hashlib.sha256(
+        json.dumps(
+            [sha256, _digest(train), _digest(validation), settings.max_tokens, settings.pack]
+        ).encode()
+    ).hexdigest()[:32]
+    kept = _read_tokens(out_dir / TOKENS_FILE, key)
+    if kept is not None:
+        return kept
+    with llama_tokenizer(gguf) as tokenize:
+        tokenized = _tokenize_both(train, validation, tokenize, settings)
+    _write_tokens(out_dir / TOKENS_FILE, key, tokenized)
+    return tokenized
+
+
+def _tokenize_both(
+    train: Sequence[TrainingExample],
+    validation: Sequence[TrainingExample],
+    tokenize: Tokenize,
+    settings: FinetuneSettings,
+) -> TokenizedExamples:
+    batches, skipped = _tokenized(train, tokenize, settings.max_tokens, settings.pack)
+    held_out, held_out_skipped = _tokenized(
+        validation, tokenize, settings.max_tokens, settings.pack
+    )
+    return TokenizedExamples(batches, skipped, held_out, held_out_skipped)
+
+
+def _read_tokens(path: Path, key: str) -> TokenizedExamples | None:
+    """The kept sequences when ``path`` holds them under ``key`` (else None: tokenize)."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            kept = json.load(handle)
+        if kept["key"] != key:
+            return None
+
+        def batches(rows: list[list[list[int]]]) -> list[CompletionBatch]:
+            return [
+                CompletionBatch(
+                    input_ids=[int(t) for t in ids],
+                    positions=[int(p) for p in positions],
+                    targets=[int(t) for t in targets],
+                    turns=tuple(int(n) for n in turns),
+                )
+                for ids, positions, targets, turns in rows
+            ]
+
+        return TokenizedExamples(
+            batches(kept["train"]),
+            int(kept["skipped"]),
+            batches(kept["validation"]),
+            int(kept["validation_skipped"]),
+        )
+    except (OSError, EOFError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_tokens(path: Path, key: str, tokenized: TokenizedExamples) -> None:
+    def rows(batches: list[CompletionBatch]) -> list[list[list[int]]]:
+        return [[b.input_ids, b.positions, b.targets, list(b.turns)] for b in batches]
+
+    kept = {
+        "key": key,
+        "train": rows(tokenized.train),
+        "skipped": tokenized.skipped,
+        "validation": rows(tokenized.validation),
+        "validation_skipped": tokenized.validation_skipped,
+    }
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with gzip.open(partial, "wt", encoding="utf-8") as handle:
+            json.dump(kept, handle, separators=(",", ":"))
+        partial.replace(path)
+    except OSError as exc:
+        raise TrainingError("TRAIN_004", f"cannot write {path}: {exc}", "free disk space") from None
 
 
 def finetune(
@@ -343,7 +489,8 @@ def finetune(
     """Train a LoRA adapter on ``train`` into ``out_dir`` (resuming what is there).
 
     ``model`` is a transformers model to train instead of loading the GGUF (it gets the
-    adapter layers); ``tokenize`` replaces llama.cpp's tokenizer over the GGUF. Returns
+    adapter layers, on the device it is on); ``tokenize`` replaces llama.cpp's tokenizer
+    over the GGUF (and its examples are then not kept as ``tokens.json.gz``). Returns
     the report also written as ``training.json``; with ``stop_after`` before the end, the
     adapter as it stands and an incomplete report (``complete`` false), which the next run
     resumes past.
@@ -363,15 +510,21 @@ def finetune(
     for module in ("torch", "transformers", "peft", "safetensors"):
         _require(module)  # before tokenizing and loading, not after
 
+    # A given model trains where it is; otherwise where settings.device says (checked
+    # before tokenizing, so TRAIN_019 comes at once).
+    device = (
+        training_device(settings.device)
+        if model is None
+        else str(next(model.parameters()).device.type)
+    )
     display = _Display(progress, settings.checkpoint_every)
-    with contextlib.ExitStack() as stack:
-        if tokenize is None:
-            assert gguf is not None
-            tokenize = stack.enter_context(llama_tokenizer(gguf))
-        batches, skipped = _tokenized(train, tokenize, settings.max_tokens, settings.pack)
-        held_out, held_out_skipped = _tokenized(
-            validation, tokenize, settings.max_tokens, settings.pack
-        )
+    if tokenize is None:
+        assert gguf is not None and sha256 is not None
+        tokenized = _tokenized_examples(train, validation, settings, out_dir, gguf, sha256)
+    else:
+        tokenized = _tokenize_both(train, validation, tokenize, settings)
+    batches, skipped = tokenized.train, tokenized.skipped
+    held_out, held_out_skipped = tokenized.validation, tokenized.validation_skipped
     if not batches:
         raise TrainingError(
             "TRAIN_006",
@@ -385,8 +538,10 @@ def finetune(
     started = time.monotonic()
     if model is None:
         assert gguf is not None
-        display.note(f"loading {gguf.name} for training (dequantizing it takes a while)")
-        model = load_base(gguf, settings.dtype)
+        display.note(
+            f"loading {gguf.name} for training on {device} (dequantizing it takes a while)"
+        )
+        model = load_base(gguf, settings.dtype, device)
     load_seconds = time.monotonic() - started
     run = _Run(
         model=model,
@@ -423,6 +578,7 @@ def finetune(
         load_seconds=round(load_seconds, 2),
         threads=run.threads,
         dtype=run.dtype,
+        device=device,
         train_loss=None,
         validation_loss=None,
         losses=[],
@@ -710,7 +866,9 @@ class _Run:
         try:
             state = json.loads((checkpoint / "state.json").read_text(encoding="utf-8"))
             weights = safetensors_torch.load_file(str(checkpoint / "adapter_model.safetensors"))
-            trainer = self.torch.load(checkpoint / "trainer.pt", weights_only=True)
+            trainer = self.torch.load(
+                checkpoint / "trainer.pt", weights_only=True, map_location="cpu"
+            )
             result = peft.set_peft_model_state_dict(self.model, weights)
             missing = [key for key in result.missing_keys if "lora_" in key]
             if missing or result.unexpected_keys:

@@ -10,20 +10,29 @@ own adapter with ``model.adapters.<agent>``. Each row is read by the operation's
 The verdict: per seed, a row's figure is its mean over the packages; the adapter passes
 when the mean of its per-seed figures beats the base model's by more than the spread
 across seeds (the larger range of the two rows' per-seed figures). A run that fails, or an
-evaluation without the three rows, fails the gate. Each run is kept in its own folder (named
-by package, seed, limit and the adapter's content), so running the gate again on the same
-candidate reuses the runs that finished.
+evaluation without the three rows, fails the gate.
+
+Each package and seed is two evaluations, kept in folders named by package, seed and
+limit: the candidate's row (the folder names the adapter's content, so only the same
+candidate reuses it), and the rows that do not depend on it, host only and base model
+(the folder names the agent's definition and the settings, so every candidate of that
+definition reuses them: they are the slow rows, since the base model is refused three
+times a job). Running the gate again reuses every evaluation that finished. The reused
+rows follow the agent's definition, not the rest of Remora's code: after changing the
+host's code, delete the ``*-base-*`` folders to measure them again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from remora import __version__
 from remora.errors import RemoraError, TrainingError
 from remora.evaluation import EvalOptions, EvalReport, ProgressSink, RemoraSession, run_eval
 from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
@@ -37,6 +46,8 @@ GATE_SEEDS = (1, 2, 3)
 GATE_LIMIT = 12
 GATE_FILE = "gate.json"
 ROWS = (HOST_ONLY_ROW, BASE_MODEL_ROW, ADAPTER_ROW)
+FIXED_ROWS = (HOST_ONLY_ROW, BASE_MODEL_ROW)
+"""The rows that do not depend on the candidate, measured once per definition."""
 
 
 class GateRun(BaseModel):
@@ -120,32 +131,39 @@ def run_gate(
         )
     assert operation.evaluate is not None and operation.gate_metric is not None
     metric = operation.gate_metric
+    without = session([])
     chosen = session([f"model.adapters.{agent}={adapter}"])
-    digest = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
+    candidate = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
+    fixed = _fixed_digest(agent, without)
     runs: list[GateRun] = []
     for seed in seeds:  # every package of a seed first: a gate cut short still spans them
         for package in packages:
             if on_run is not None:
                 on_run(package, seed)
-            # Named by the adapter's content too: a run of another candidate is never reused.
-            folder = out / f"{_slug(package)}-seed{seed}-limit{limit}-{digest}"
-            report = _finished(folder)
-            if report is None:
-                shutil.rmtree(folder, ignore_errors=True)
+            name = f"{_slug(package)}-seed{seed}-limit{limit}"
+            rows: dict[str, float | None] = {}
+            error = None
+            for folder, rows_session, wanted in (
+                (out / f"{name}-base-{fixed}", without, FIXED_ROWS),
+                (out / f"{name}-{candidate}", chosen, (ADAPTER_ROW,)),
+            ):
                 options = EvalOptions(
-                    spec=package, operations=[operation.name], limit=limit, seed=seed, out=folder
+                    spec=package,
+                    operations=[operation.name],
+                    limit=limit,
+                    seed=seed,
+                    out=folder,
+                    rows=list(wanted),
                 )
-                try:
-                    report = run_eval(
-                        options,
-                        evaluators={operation.name: operation.evaluate},
-                        session=chosen,
-                        progress=progress,
-                    )
-                except RemoraError as exc:  # a package that cannot be evaluated fails the gate
-                    runs.append(GateRun(package=package, seed=seed, error=exc.render()))
-                    continue
-            runs.append(_gate_run(package, seed, report, metric))
+                measured = _evaluated(options, operation, rows_session, progress)
+                if isinstance(measured, str):
+                    error = measured
+                    break
+                found, error = _rows(measured, metric, wanted)
+                rows |= found
+                if error is not None:
+                    break
+            runs.append(GateRun(package=package, seed=seed, rows=rows, error=error))
     gated = decide(runs, seeds, metric)
     result = GateReport(
         agent=agent,
@@ -237,19 +255,54 @@ def _cell(values: Sequence[float]) -> str:
     return f"{_average(values):.3f} ({max(values) - min(values):.3f})"
 
 
-def _gate_run(package: str, seed: int, report: EvalReport, metric: str) -> GateRun:
+def _evaluated(
+    options: EvalOptions,
+    operation: Operation,
+    session: RemoraSession,
+    progress: ProgressSink | None,
+) -> EvalReport | str:
+    """The evaluation finished earlier in ``options.out``, or run now; an error's text."""
+    assert options.out is not None and operation.evaluate is not None
+    report = _finished(options.out)
+    if report is not None:
+        return report
+    shutil.rmtree(options.out, ignore_errors=True)
+    try:
+        return run_eval(
+            options,
+            evaluators={operation.name: operation.evaluate},
+            session=session,
+            progress=progress,
+        )
+    except RemoraError as exc:  # a package that cannot be evaluated fails the gate
+        return exc.render()
+
+
+def _rows(
+    report: EvalReport, metric: str, wanted: Sequence[str]
+) -> tuple[dict[str, float | None], str | None]:
+    """The ``wanted`` rows' metric in ``report`` (None where it has none), and an error."""
     operation = report.reports[0] if report.reports else None
     if operation is None or operation.error:
-        error = operation.error if operation is not None else "the evaluation reported nothing"
-        return GateRun(package=package, seed=seed, error=error)
+        return {}, operation.error if operation is not None else "the evaluation reported nothing"
     rows: dict[str, float | None] = {}
     for score in operation.scores:
-        if score.tool in ROWS:
+        if score.tool in wanted:
             value = score.values.get(metric)
             rows[score.tool] = float(value) if isinstance(value, int | float) else None
-    missing = [row for row in ROWS if row not in rows]
-    error = f"the evaluation has no row {', '.join(missing)}" if missing else None
-    return GateRun(package=package, seed=seed, rows=rows, error=error)
+    missing = [row for row in wanted if row not in rows]
+    return rows, f"the evaluation has no row {', '.join(missing)}" if missing else None
+
+
+def _fixed_digest(agent: str, session: RemoraSession) -> str:
+    """What the rows without the candidate depend on: the agent's definition, the settings
+    (the user's config file and the assignments) and Remora's version."""
+    found = session.agents.load().get(agent)
+    definition = found.definition_digest() if found is not None else ""
+    config = session.config_file
+    text = config.read_text(encoding="utf-8") if config is not None and config.is_file() else ""
+    parts = [__version__, definition, text, *session.assignments]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
 
 
 def _finished(folder: Path) -> EvalReport | None:

@@ -522,17 +522,10 @@ def _reason_key(reason: str) -> str:
 
 def _state(agent: SubagentDefinition, seed: int, mistakes: float, counting: str) -> dict[str, Any]:
     """What must match for an earlier run's episodes to be reused."""
-    files = sorted(
-        p for p in agent.directory.rglob("*") if p.is_file() and "adapters" not in p.parts
-    )
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.relative_to(agent.directory).as_posix().encode())
-        digest.update(path.read_bytes())
     return {
         "format": FORMAT_VERSION,
         "agent": agent.name,
-        "definition": digest.hexdigest()[:16],
+        "definition": agent.definition_digest(),
         "seed": seed,
         "mistakes": mistakes,
         "token_counter": counting,

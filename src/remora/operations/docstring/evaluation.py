@@ -349,7 +349,9 @@ def evaluate(ctx: EvalContext) -> OperationReport:
     picked = ctx.pick(pool, "functions")
     if not picked:
         return _failed("no public function with a docstring on lines of its own")
-    ctx.progress.expect(FIXED_STEPS + len(picked))
+    variants = [variant for variant in VARIANTS if ctx.measures(variant[0])]
+    fixed_steps = FIXED_STEPS - len(VARIANTS) + len(variants)
+    ctx.progress.expect(fixed_steps + len(picked))
 
     ctx.progress.doing("removing the docstrings")
     stripped = ctx.scratch("stripped")
@@ -366,10 +368,10 @@ def evaluate(ctx: EvalContext) -> OperationReport:
     ctx.progress.done()
     baseline, baseline_score = _baseline(ctx, stripped, chosen)
     runs: list[tuple[str, RemoraRun, Measurement | None, Score]] = []
-    for index, (name, sets, folder) in enumerate(VARIANTS):
-        earlier = sum(len(run.jobs) for _, run, _, _ in runs)
-        later = len(VARIANTS) - index - 1
-        runs.append((name, *_remora(ctx, stripped, chosen, name, sets, folder, earlier, later)))
+    for index, (name, sets, folder) in enumerate(variants):
+        before = fixed_steps + sum(len(run.jobs) for _, run, _, _ in runs)
+        later = len(variants) - index - 1
+        runs.append((name, *_remora(ctx, stripped, chosen, name, sets, folder, before, later)))
 
     rows = [
         (REFERENCE, reference),
@@ -433,19 +435,19 @@ def _remora(
     name: str,
     sets: Sequence[str],
     folder: str,
-    earlier: int,
+    before: int,
     later: int,
 ) -> tuple[RemoraRun, Measurement | None, Score]:
     """One Remora row (``name``, run with ``sets`` in the scratch ``folder``): the docstring
-    agent on the chosen functions, one progress step a job, after the ``earlier`` rows'
-    jobs and expecting each of the ``later`` rows to run as many; measured when any job
-    ran."""
+    agent on the chosen functions, one progress step a job, after ``before`` steps (the
+    fixed ones and the earlier rows' jobs) and expecting each of the ``later`` rows to run
+    as many; measured when any job ran."""
     ctx.progress.doing(f"{name}: docstring jobs")
     project = ctx.scratch(folder, stripped)
     finished_jobs: list[JobRecord] = []
 
     def planned(count: int) -> None:
-        ctx.progress.expect(FIXED_STEPS + earlier + count * (1 + later))
+        ctx.progress.expect(before + count * (1 + later))
 
     def finished(record: JobRecord) -> None:
         finished_jobs.append(record)
@@ -461,7 +463,7 @@ def _remora(
         on_job=finished,
     )
     done = len(finished_jobs)  # the run may have stopped early
-    ctx.progress.expect(FIXED_STEPS + earlier + done * (1 + later))
+    ctx.progress.expect(before + done * (1 + later))
     ctx.progress.doing(f"measuring {name}'s docstrings")
     measured = measure(project, chosen) if run.jobs else None
     ctx.progress.done()
