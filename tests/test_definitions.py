@@ -353,3 +353,30 @@ def test_empty_directory_has_no_agents(tmp_path: Path) -> None:
     (checks,) = [check_agents([("user", tmp_path)])]
     assert checks[0].problems[0].code == "AGENT_001"
     assert "no agent definitions" in checks[0].problems[0].message
+
+
+def test_the_definition_digest_follows_prompts_and_tools_not_the_adapter(tmp_path: Path) -> None:
+    """Shipping an adapter (model.adapter and its comment) keeps the digest that generated
+    data and measured gate rows are kept under; a prompt or a tool changes it."""
+    path = copy_agent(tmp_path / "agents")
+    folder = path.parent
+
+    def digest() -> str:
+        return load_agents([folder.parent])["mine"].definition_digest()
+
+    first = digest()
+    text = path.read_text(encoding="utf-8")
+    (folder / "adapters").mkdir()
+    (folder / "adapters" / "mine.gguf").write_bytes(b"weights")
+    path.write_text(
+        "# shipped with an adapter\n" + text + "model:\n  adapter: adapters/mine.gguf\n",
+        encoding="utf-8",
+    )
+    assert digest() == first
+    path.write_text(text.replace("<task_description>", "<task>"), encoding="utf-8")
+    assert digest() != first
+    path.write_text(text, encoding="utf-8")
+    assert digest() == first
+    tool = next((folder / "tools").glob("*.pym"))
+    tool.write_text(tool.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    assert digest() != first

@@ -294,15 +294,23 @@ class SubagentDefinition(BaseModel):
         return self._capabilities
 
     def definition_digest(self) -> str:
-        """A digest of the agent's files but its adapters: what a run without an adapter
-        depends on, so work measured with one definition is reused only with it."""
+        """A digest of what the agent asks and runs, without its adapter: its files but the
+        adapters, and the YAML as data without ``model`` (shipping an adapter changes
+        neither the prompts nor the tools). Work measured or recorded with one definition
+        is reused only with it."""
         files = sorted(
             p for p in self.directory.rglob("*") if p.is_file() and "adapters" not in p.parts
         )
         digest = hashlib.sha256()
         for path in files:
+            content = path.read_bytes()
+            if path.parent == self.directory and path.stem == self.name:
+                loaded = yaml.safe_load(content)
+                if isinstance(loaded, dict):
+                    loaded.pop("model", None)
+                content = json.dumps(loaded, sort_keys=True, default=str).encode()
             digest.update(path.relative_to(self.directory).as_posix().encode())
-            digest.update(path.read_bytes())
+            digest.update(content)
         return digest.hexdigest()[:16]
 
     def render_node_context(self, variables: Mapping[str, Any]) -> str:
