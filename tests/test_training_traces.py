@@ -51,7 +51,7 @@ from remora.training.traces import (
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 LIMITS = {"docstring": 4, "test": 2, "sample_data": 2}
-"""The traced agents (lint has no model decision left: its host does every step)."""
+"""The agents traced here (lint's residue episodes: tests/test_training_lint.py)."""
 
 
 @pytest.fixture(scope="module")
@@ -310,7 +310,7 @@ def test_held_out_packages_and_unknown_agents_are_refused(tmp_path: Path) -> Non
     assert caught.value.code == "TRAIN_011"
     with pytest.raises(TrainingError) as caught:
         generate_traces("lint", [tmp_path / "nowhere"], tmp_path / "out", tokens="estimate")
-    assert caught.value.code == "TRAIN_012"  # no expert for the lint residue yet
+    assert caught.value.code == "TRAIN_011"  # lint has an expert: the corpus is the problem
 
 
 # --- the corpus helpers ---------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The lint operation: fix what ruff finds with verified, reviewable edits, never ``noqa``.
 
 Its agent (``agents/lint``), capabilities (:mod:`.capabilities`, with Remora's own
-rewrites in :mod:`._rewrites`; :mod:`.residue` for the model's step) and evaluation
-against ``ruff --fix`` (:mod:`.evaluation`) live here.
+rewrites in :mod:`._rewrites`; :mod:`.residue` for the model's step), evaluation against
+``ruff --fix`` (:mod:`.evaluation`) and training material (:mod:`.corpus`: an injected
+issue no tool may fix, the authors' lines the answer; :mod:`.expert`) live here.
 
 The host takes every step that follows from the state (the agent's precheck applies every
 fix it can verify, its submit runs the tests and states the result). The model is asked
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from remora.operations.base import Operation
-from remora.operations.lint import capabilities, residue
+from remora.operations.lint import capabilities, corpus, residue
 from remora.tools.capabilities import capabilities_of
 
 if TYPE_CHECKING:
@@ -53,7 +54,10 @@ LINT = Operation(
     options=LintOptions().model_dump(exclude_none=True),
     options_model=LintOptions,
     evaluate=_evaluate,
+    plan_episodes=corpus.plan_episodes,
     summary="fix ruff-detectable issues with verified edits (vs ruff --fix)",
+    # Training asks the model about the residue, which the default leaves for the person.
+    training_options={"use_model": True},
 )
 
 __all__ = ["LINT"]
