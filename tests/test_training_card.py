@@ -86,13 +86,28 @@ def test_card_states_the_run_and_the_scores(
         "(330 sequences)",
         "2.5 MB",
         "320 steps (0.97 epochs)",
-        "45 minutes of training",
+        "45 minutes of training on this CPU",
+        "bfloat16 base weights, 1 thread(s).",
         "train 0.123",
         "validation 0.234",
         "| lint | 40 | 50% (95% name) | 75% (95% name) |",
         "| docstring | 10 | 1 (10%) | 7 (70%) |",
     ):
         assert figure in card
+
+
+def test_card_of_a_run_on_a_gpu_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    on_gpu = report(tmp_path).model_copy(
+        update={"device": "cuda", "seconds": 95.0, "seconds_per_step": 0.0412}
+    )
+    (tmp_path / REPORT_FILE).write_text(on_gpu.model_dump_json())
+    gguf = tmp_path / "docstring.gguf"
+    gguf.write_bytes(b"\0" * 1000)
+    result = run_cli(["train", "card", str(tmp_path), str(gguf)], capsys)
+    assert result.code == 0, result.err
+    card = (tmp_path / "docstring.md").read_text()
+    assert "bfloat16 base weights, on a CUDA GPU." in card
+    assert "95 seconds of training on the GPU, wall clock (0.0412 s per step)" in card
 
 
 def test_card_without_a_finished_run_or_with_bad_scores_is_a_coded_error(

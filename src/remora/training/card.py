@@ -56,9 +56,11 @@ def model_card(
         f"{'' if report.complete else f'; stopped early, of {report.steps} planned'}"
         f"{', when its minutes were spent' if report.stopped_for_time else ''}), "
         f"learning rate {settings.learning_rate:g}, seed {report.seed}, "
-        f"{report.dtype} base weights, {report.threads} thread(s).",
-        f"- Time: {report.seconds / 60:.0f} minutes of training on this CPU, wall clock "
-        f"({report.seconds_per_step or 0:.2f} s per step).",
+        f"{report.dtype} base weights"
+        f"{', on a CUDA GPU' if report.device == 'cuda' else f', {report.threads} thread(s)'}.",
+        f"- Time: {_duration(report.seconds)} of training "
+        f"{'on the GPU' if report.device == 'cuda' else 'on this CPU'}, wall clock "
+        f"({report.seconds_per_step or 0:.3g} s per step).",
         f"- Loss: train {_figure(report.train_loss)} (last tenth of the steps), "
         f"validation {_figure(report.validation_loss)}.",
     ]
@@ -101,6 +103,11 @@ _SECTIONS = (
         "episodes",
     ),
 )
+
+
+def _duration(seconds: float) -> str:
+    """Minutes, or seconds for a run under two minutes (a GPU's)."""
+    return f"{seconds / 60:.0f} minutes" if seconds >= 120 else f"{seconds:.0f} seconds"
 
 
 def _figure(value: float | None) -> str:
