@@ -292,6 +292,39 @@ def test_a_second_run_resumes_from_the_recorded_episodes(
     assert len(recorded) == len({json.loads(line)["id"] for line in recorded})
 
 
+def test_a_shorter_rerun_keeps_the_episodes_it_did_not_reach_while_their_files_are_unchanged(
+    corpus: list[Path], tmp_path: Path
+) -> None:
+    """A rerun cut short by its time or limit writes the data made before, not only what
+    it reached; an episode whose file changed since is left out."""
+    copied = []
+    for entry in corpus:
+        target = tmp_path / "corpus" / entry.name
+        if entry.is_dir():
+            shutil.copytree(entry, target)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(entry, target)
+        copied.append(target)
+    out = tmp_path / "out"
+
+    def episodes_written() -> set[str]:
+        folder = out / "docstring"
+        found = [*read_examples(folder / TRAIN_FILE), *read_examples(folder / VALIDATION_FILE)]
+        return {example.episode for example in found}
+
+    first = generate_traces("docstring", copied, out, limit=3, seed=3, tokens="estimate")
+    before = episodes_written()
+    assert first.episodes_kept >= 2 and len(before) == first.episodes_kept
+    again = generate_traces("docstring", copied, out, limit=1, seed=3, tokens="estimate")
+    assert episodes_written() == before and again.episodes_kept == first.episodes_kept
+    assert again.episodes_per_minute == 0.0  # nothing ran: all reused or kept from before
+    for path in [copied[1], *copied[0].rglob("*.py")]:
+        path.write_text(path.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
+    changed = generate_traces("docstring", copied, out, limit=1, seed=3, tokens="estimate")
+    assert changed.episodes_kept <= 1 and len(episodes_written()) <= 1
+
+
 # --- refused input -------------------------------------------------------------------------
 
 

@@ -152,6 +152,11 @@ class Outcome(BaseModel):
     recovers: bool = Field(default=False, description="A tool refused a call, and it went on.")
     mistake: bool = Field(default=False, description="It opened with a deliberate mistake.")
     over_context: int = Field(default=0, description="Turns left out: longer than the context.")
+    file_digest: str = Field(
+        default="",
+        description="Of the source file's text: a later run that does not reach the episode "
+        "(cut short by its time or limit) keeps it only while the file is unchanged.",
+    )
     examples: list[TrainingExample] = Field(default_factory=list)
 
 
@@ -182,7 +187,35 @@ def outcome_of(
         digest=episode.digest,
         status=status,
         reason=reason,
+        file_digest=file_digest(episode.file.path),
     )
+
+
+def file_digest(path: Path) -> str:
+    """A digest of a corpus file's text ('' when it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return ""
+
+
+def journaled_unreached(
+    done: dict[str, Outcome], reached: dict[str, Outcome], files: Sequence[CorpusFile]
+) -> list[Outcome]:
+    """The episodes an earlier run journaled that this one did not reach, whose file is
+    still in the corpus, unchanged: a rerun cut short keeps the data made before."""
+    current = {file.source: file.path for file in files}
+    digests: dict[str, str] = {}
+    kept = []
+    for item in done.values():
+        path = current.get(item.source)
+        if item.id in reached or path is None or not item.file_digest:
+            continue
+        if item.source not in digests:
+            digests[item.source] = file_digest(path)
+        if digests[item.source] == item.file_digest:
+            kept.append(item)
+    return kept
 
 
 def plan_file(
@@ -838,6 +871,9 @@ async def generate_traces_async(
             concurrency=concurrency,
         )
 
+    for item in journaled_unreached(done, tally.outcomes, files):
+        tally.reused.add(item.id)
+        tally.outcomes[item.id] = item
     outcomes = list(tally.outcomes.values())
     train, validation, duplicates = split_examples(outcomes, validation_share)
     write_examples(folder / TRAIN_FILE, train)
