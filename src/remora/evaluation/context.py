@@ -75,7 +75,8 @@ class EvalContext:
     progress: OperationProgress
     test_timeout: float = DEFAULT_TEST_TIMEOUT_S
     rows: frozenset[str] | None = None
-    """Remora's rows to measure, by name (None: all); an operation with one row runs it."""
+    """Remora's rows to measure, by name (None: all); an operation whose rows cannot be
+    chosen measures them all."""
 
     def measures(self, row: str) -> bool:
         """Whether this run measures Remora's row ``row``."""

@@ -387,7 +387,8 @@ def prepare(
         )
     out_dir = _output_dir(out_dir)
     gguf = base_gguf(settings)
-    return _tokenized_examples(train, validation, settings, out_dir, gguf, _sha256(gguf))
+    digests = (_digest(train), _digest(validation))
+    return _tokenized_examples(train, validation, settings, out_dir, gguf, _sha256(gguf), digests)
 
 
 def _tokenized_examples(
@@ -397,13 +398,13 @@ def _tokenized_examples(
     out_dir: Path,
     gguf: Path,
     sha256: str,
+    digests: tuple[str, str],
 ) -> TokenizedExamples:
     """The examples tokenized by llama.cpp over ``gguf``, or as kept in ``out_dir`` by an
-    earlier run over the same base, examples and length settings."""
+    earlier run over the same base, examples (``digests``: train's and validation's) and
+    length settings."""
     key = hashlib.sha256(
-        json.dumps(
-            [sha256, _digest(train), _digest(validation), settings.max_tokens, settings.pack]
-        ).encode()
+        json.dumps([sha256, *digests, settings.max_tokens, settings.pack]).encode()
     ).hexdigest()[:32]
     kept = _read_tokens(out_dir / TOKENS_FILE, key)
     if kept is not None:
@@ -502,7 +503,8 @@ def finetune(
     out_dir = _output_dir(out_dir)
     gguf = None if model is not None and tokenize is not None else base_gguf(settings)
     sha256 = _sha256(gguf) if gguf is not None else None
-    fingerprint = _fingerprint(settings, sha256, train)
+    train_digest = _digest(train)
+    fingerprint = _fingerprint(settings, sha256, train_digest)
     validation_digest = _digest(validation)
     finished = _finished_report(out_dir, settings, fingerprint, validation_digest)
     if finished is not None:
@@ -520,7 +522,8 @@ def finetune(
     display = _Display(progress, settings.checkpoint_every)
     if tokenize is None:
         assert gguf is not None and sha256 is not None
-        tokenized = _tokenized_examples(train, validation, settings, out_dir, gguf, sha256)
+        digests = (train_digest, validation_digest)
+        tokenized = _tokenized_examples(train, validation, settings, out_dir, gguf, sha256, digests)
     else:
         tokenized = _tokenize_both(train, validation, tokenize, settings)
     batches, skipped = tokenized.train, tokenized.skipped
@@ -1100,10 +1103,9 @@ def _digest(examples: Sequence[TrainingExample]) -> str:
     return digest.hexdigest()
 
 
-def _fingerprint(
-    settings: FinetuneSettings, base: str | None, train: Sequence[TrainingExample]
-) -> str:
-    """What decides the trained weights, besides the run's length."""
+def _fingerprint(settings: FinetuneSettings, base: str | None, train_digest: str) -> str:
+    """What decides the trained weights, besides the run's length (``train_digest``: the
+    training examples' :func:`_digest`)."""
     shaping = settings.model_dump(
         mode="json",
         include={
@@ -1120,7 +1122,7 @@ def _fingerprint(
             "seed",
         },
     )
-    text = json.dumps({"settings": shaping, "base": base, "train": _digest(train)}, sort_keys=True)
+    text = json.dumps({"settings": shaping, "base": base, "train": train_digest}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

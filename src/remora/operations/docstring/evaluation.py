@@ -134,7 +134,8 @@ VARIANTS = (
 summary) and the base model without the adapter; their names, settings and scratch
 folders."""
 CHECK_TIMEOUT_S = 300.0
-FIXED_STEPS = 6 + len(VARIANTS)  # strip, observe, write the baseline, measure, meaning
+SHARED_STEPS = 6  # strip, observe, measure the originals, write and measure the baseline, meaning
+FIXED_STEPS = SHARED_STEPS + len(VARIANTS)  # and measuring each row's docstrings
 PYDOCLINT = (
     "import sys; from pydoclint.main import main; sys.exit(main())",
     f"--style={STYLE}",
@@ -350,7 +351,7 @@ def evaluate(ctx: EvalContext) -> OperationReport:
     if not picked:
         return _failed("no public function with a docstring on lines of its own")
     variants = [variant for variant in VARIANTS if ctx.measures(variant[0])]
-    fixed_steps = FIXED_STEPS - len(VARIANTS) + len(variants)
+    fixed_steps = SHARED_STEPS + len(variants)
     ctx.progress.expect(fixed_steps + len(picked))
 
     ctx.progress.doing("removing the docstrings")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 
@@ -23,7 +22,6 @@ from remora.definitions import SubagentDefinition
 from remora.operations.base import CorpusFile, PlannedEpisode, digest, file_nodes
 from remora.operations.lint.expert import ResidueExpert
 from remora.operations.lint.residue import MAX_LINES, MODEL_CODES, involved_lines
-from remora.operations.lint.rules import DEFAULT_RULES
 from remora.tools.capabilities.ruff import ruff_command
 
 RESIDUE_INJECTIONS = ("raise-without-from", "type-compare", "lambda-assign")
@@ -62,7 +60,7 @@ def plan_episodes(
     except (SyntaxError, ValueError):
         skipped["does not parse"] += 1
         return
-    present = residue_codes(text, file.source)
+    present = residue_codes(text, file)
     if present is None:
         skipped["ruff cannot lint it"] += 1
         return
@@ -104,24 +102,26 @@ def plan_episodes(
         )
 
 
-def residue_codes(text: str, source: str) -> set[str] | None:
+def residue_codes(text: str, file: CorpusFile) -> set[str] | None:
     """The codes ruff (the pinned rules) reports in ``text`` that the host would ask the
     model about, were nothing injected; None when ruff fails."""
-    select = ",".join(DEFAULT_RULES)
+    from remora.evaluation.commands import run_command
+    from remora.operations.lint._injections import SELECT
+
     argv = [*ruff_command(), "check", "--isolated", "--no-cache", "--output-format", "json"]
-    try:
-        done = subprocess.run(
-            [*argv, f"--select={select}", "--stdin-filename", source, "-"],
-            input=text,
-            capture_output=True,
-            text=True,
-            timeout=RUFF_TIMEOUT_S,
-            check=False,
-        )
-        items = json.loads(done.stdout or "[]")
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    done = run_command(
+        [*argv, SELECT, "--stdin-filename", file.source, "-"],
+        file.path.parent,
+        RUFF_TIMEOUT_S,
+        stdin=text,
+    )
+    if done.timed_out or done.returncode not in (0, 1):
         return None
-    if done.returncode not in (0, 1) or not isinstance(items, list):
+    try:
+        items = json.loads(done.stdout or "[]")
+    except ValueError:
+        return None
+    if not isinstance(items, list):
         return None
     return {
         str(item.get("code"))
