@@ -291,6 +291,33 @@ def test_the_model_is_shown_the_mutants_no_test_notices(ctx: CapabilityContext) 
     assert coverage_evidence(ctx, "pkg/mod.py", "grade")["grew"] is False
 
 
+def test_the_verdict_says_what_each_proposal_added(ctx: CapabilityContext) -> None:
+    """Each proposal's gain is measured after its tests ran, from the host's own tests: one
+    that reaches the side never run adds to the reach, one that repeats a behaviour adds
+    nothing; the summary says what the model added."""
+    from remora.operations.characterize.steps import coverage_evidence, test_verdict
+
+    def propose_and_measure(cases: list[str]) -> None:
+        propose_cases(ctx, "pkg/mod.py", "grade", cases)
+        observe_cases(ctx, "pkg/mod.py", "grade")
+        write_characterization_tests(ctx, "pkg/mod.py", "grade")
+        run_characterization_tests(ctx, "pkg/mod.py", "grade")
+        coverage_evidence(ctx, "pkg/mod.py", "grade")
+
+    host = test_verdict(ctx, "pkg/mod.py", "grade")
+    assert host["details"]["proposal_gains"] == [] and "model" not in host["summary"]
+    coverage_evidence(ctx, "pkg/mod.py", "grade")  # the evidence the model is shown
+    propose_and_measure(["500"])
+    propose_and_measure(["2"])
+    verdict = test_verdict(ctx, "pkg/mod.py", "grade")
+    first, second = verdict["details"]["proposal_gains"]
+    assert first >= 2  # the "big" line and the branch to it, at least
+    assert second == 0
+    assert (
+        f"the model's 2 proposal(s) added {first} to what the tests reach" in (verdict["summary"])
+    )
+
+
 def test_the_functions_of_one_module_share_one_test_module(tmp_path: Path) -> None:
     """A job whose module already has a generated test module (another function's tests,
     accepted earlier) adds its tests to it: imports joined, names kept apart; its runs and

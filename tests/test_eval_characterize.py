@@ -25,6 +25,7 @@ from remora.operations.characterize._hypothesis import (
 )
 from remora.operations.characterize._testrun import TESTS_FAILED, run_test_file
 from remora.operations.characterize.evaluation import (
+    BASE_MODEL,
     BUILDS,
     GHOSTWRITER,
     HOST_ONLY,
@@ -73,7 +74,12 @@ def tested(tmp_path_factory: pytest.TempPathFactory) -> Evaluated:
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory: pytest.TempPathFactory) -> Evaluated:
     ctx, progress = eval_context(
-        tmp_path_factory.mktemp("sample"), "sample_data", sample_data_policy, limit=LIMIT, seed=SEED
+        tmp_path_factory.mktemp("sample"),
+        "sample_data",
+        sample_data_policy,
+        limit=LIMIT,
+        seed=SEED,
+        rows=frozenset({REMORA, HOST_ONLY}),
     )
     return evaluate_sample_data(ctx), progress
 
@@ -81,14 +87,17 @@ def sampled(tmp_path_factory: pytest.TempPathFactory) -> Evaluated:
 def test_both_operations_measure_one_seeded_selection(
     tested: Evaluated, sampled: Evaluated
 ) -> None:
-    for (report, progress), operation in ((tested, "test"), (sampled, "sample_data")):
+    for (report, progress), operation, runs in (
+        (tested, "test", 3),  # every Remora row
+        (sampled, "sample_data", 2),  # the rows it was given
+    ):
         assert report.error is None and report.operation == operation
         assert report.unit == "functions" and report.selection == SELECTION
         assert list(report.details["functions"]) == SELECTION
         assert "3 of 13 candidate functions" in report.notes[0] and "seed 12" in report.notes[0]
-        assert progress.advanced(operation) == 9  # 3 baseline functions, 2 runs of 3 jobs
+        assert progress.advanced(operation) == 3 + 3 * runs  # 3 baseline functions, 3 jobs a run
         totals = [total for _, total, _, _ in progress.updates if total is not None]
-        assert totals[-1] == 9
+        assert totals[-1] == 3 + 3 * runs
 
 
 def test_candidates_are_public_synchronous_functions_with_parameters(tmp_path: Path) -> None:
@@ -138,7 +147,8 @@ def test_remora_keeps_tests_that_pass_here_and_cover_the_functions(tested: Evalu
         sum(_detail(report, t, REMORA)["mutation"]["score"] for t in report.selection) / 3
     )
     figures = {item.variant: item for item in report.remora}
-    assert set(figures) == {REMORA, HOST_ONLY}
+    assert set(figures) == {REMORA, HOST_ONLY, BASE_MODEL}
+    assert figures[BASE_MODEL].jobs == 3  # the base model proposes at the same points
     assert figures[REMORA].jobs == 3 and figures[REMORA].statuses == {"success": 3}
     assert figures[REMORA].call_validity == 1.0
     assert figures[REMORA].mean_turns is not None and figures[REMORA].mean_turns <= 1
@@ -201,7 +211,7 @@ def test_remora_fixtures_call_without_argument_errors_where_st_builds_cannot(
     assert 0 < host_only.values["fixtures"] < remora.values["fixtures"]
     scale = _detail(report, "shapes/geometry.py::scale", REMORA)
     assert scale["fixture_file"] == "fixtures/shapes/geometry/scale.json" and scale["raising"] == 1
-    assert [item.jobs for item in report.remora] == [3, 3]
+    assert [(item.variant, item.jobs) for item in report.remora] == [(REMORA, 3), (HOST_ONLY, 3)]
 
 
 def test_st_builds_draws_usable_arguments_from_annotations(tmp_path: Path) -> None:

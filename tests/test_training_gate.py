@@ -54,6 +54,8 @@ def test_an_adapter_ships_only_when_it_beats_the_base_by_more_than_the_spread() 
 def test_only_an_agent_whose_evaluation_has_a_gate_metric_can_be_gated() -> None:
     installed = list(installed_operations())
     assert gate_operation("docstring", installed).gate_metric == "meaning"
+    assert gate_operation("test", installed).gate_metric == "mutation_score"
+    assert gate_operation("sample_data", installed).gate_metric == "with_fixture"
     with pytest.raises(TrainingError) as info:
         gate_operation("lint", installed)
     assert info.value.code == "TRAIN_017" and "docstring" in info.value.hint

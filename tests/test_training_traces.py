@@ -27,6 +27,7 @@ from remora.harness import check_episode
 from remora.model.base import Message, ModelRequest, ToolCall
 from remora.model.functiongemma import render_request
 from remora.operations import load_agents
+from remora.operations.characterize.corpus import gaining_proposals
 from remora.operations.characterize.expert import TestExpert
 from remora.operations.docstring.corpus import find_definition, strip_docstring
 from remora.operations.docstring.expert import (
@@ -35,6 +36,7 @@ from remora.operations.docstring.expert import (
     original_descriptions,
 )
 from remora.operations.experts import ExpertError
+from remora.runner.result import AgentResult
 from remora.training.corpus import corpus_files
 from remora.training.dataset import TrainingExample, read_examples
 from remora.training.traces import (
@@ -42,6 +44,8 @@ from remora.training.traces import (
     VALIDATION_FILE,
     Outcome,
     TraceReport,
+    Turn,
+    examples_of,
     fits_context,
     full_text,
     generate_traces,
@@ -216,6 +220,8 @@ def test_test_and_sample_data_propose_values_from_real_calls(generated: Any) -> 
             for case in e.call["arguments"][argument]
         ]
         assert proposed, agent
+        if agent == "test":  # only proposals the host measured adding reach are examples
+            assert {e.call["name"] for e in examples(generated, agent)} == {tool}
         for case in proposed:  # each value was written in the tests (quotes may differ)
             assert any(v.strip("'\"b") in test_text for v in case.split(", ")), case
         report = generated[agent][0]
@@ -489,6 +495,25 @@ def test_test_expert_proposes_more_while_coverage_grows_then_submits() -> None:
     assert expert(conversation(*steps, agent=agent)).arguments == {"cases": ["6", "7"]}
     steps += [("propose_inputs", {"cases": ["6", "7"]}, ran), ("run_tests", {}, ran)]
     assert expert(conversation(*steps, agent=agent)).name == SUBMIT_TOOL  # nothing left
+
+
+def test_a_test_proposal_is_an_example_only_when_its_tests_added_reach() -> None:
+    """The test agent's judge keeps the proposals whose measured gain is positive, in
+    order, and never the host's or submit calls; without gains it keeps nothing."""
+    calls = [
+        ToolCall(name="propose_inputs", arguments={"cases": ["1"]}),
+        ToolCall(name="propose_inputs", arguments={"cases": ["2"]}),
+        ToolCall(name="propose_inputs", arguments={"cases": ["3"]}),
+        ToolCall(name=SUBMIT_TOOL, arguments={}),
+    ]
+    result = AgentResult(
+        status="success", operation="test", node_id="n", details={"proposal_gains": [3, 0, 1]}
+    )
+    assert gaining_proposals(result, calls) == [True, False, True, False]
+    assert not any(gaining_proposals(result.model_copy(update={"details": {}}), calls))
+    turns = [Turn(conversation(agent="test"), call) for call in calls]
+    kept = examples_of("test", "m.py", "m.py::f", turns, [True, False, True, False])
+    assert [e.turn for e in kept] == [0, 2]  # numbered by position, as without a judge
 
 
 def test_every_example_names_its_episode_source(generated: Any) -> None:

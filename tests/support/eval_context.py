@@ -61,8 +61,10 @@ def eval_context(
     limit: int = 2,
     seed: int = 0,
     source: Path = EVAL_PACKAGE,
+    rows: frozenset[str] | None = None,
 ) -> tuple[EvalContext, RecordingProgress]:
-    """A context for ``operation`` on a fresh copy of the synthetic package."""
+    """A context for ``operation`` on a fresh copy of the synthetic package (measuring only
+    Remora's ``rows`` when given)."""
     package = resolve_package(str(source), tmp_path / "fetch")
     original = package.copy_to(tmp_path / "original")
     suite = original.run_tests(120)
@@ -78,5 +80,6 @@ def eval_context(
         suite=suite,
         progress=OperationProgress(operation, progress),
         test_timeout=120,
+        rows=rows,
     )
     return context, progress

@@ -21,7 +21,7 @@ import hashlib
 import sysconfig
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -36,13 +36,16 @@ from remora.tools.capabilities import Capability
 if TYPE_CHECKING:  # annotations only: the registry loads without the eval framework
     from remora.definitions import SubagentDefinition
     from remora.evaluation.context import Evaluator
+    from remora.model.base import ToolCall
     from remora.operations.experts import Expert
+    from remora.runner.result import AgentResult
 
 __all__ = [
     "CorpusFile",
     "EpisodePlanner",
     "Operation",
     "PlannedEpisode",
+    "TurnJudge",
     "digest",
     "entry_test_texts",
     "file_nodes",
@@ -64,6 +67,12 @@ class CorpusFile:
     entry: Path
 
 
+TurnJudge = Callable[["AgentResult", Sequence["ToolCall"]], list[bool]]
+"""Which of an episode's model turns (their calls, in order) are kept as examples, judged on
+the host's own measure in the job's result: a turn the host found to add nothing teaches
+nothing."""
+
+
 @dataclass
 class PlannedEpisode:
     """One episode to run: the scratch text of its file, its node and its expert.
@@ -74,6 +83,8 @@ class PlannedEpisode:
     with their file's text in place, so the host finds the calls and callees it would find
     in a real project; the others in a project of their file alone. ``docstring`` is the
     original docstring the episode's file lacks, which must not show in the prompt.
+    ``judge`` keeps only some of the model's turns as examples (every turn when None); an
+    episode where it keeps none is dropped.
     """
 
     id: str
@@ -86,6 +97,7 @@ class PlannedEpisode:
     shared_root: bool = False
     docstring: str | None = None
     in_package: bool = False
+    judge: TurnJudge | None = None
 
 
 class EpisodePlanner(Protocol):

@@ -361,9 +361,14 @@ def episode_problem(
 
 
 def examples_of(
-    agent: str, source: str, episode: str, turns: Sequence[Turn]
+    agent: str,
+    source: str,
+    episode: str,
+    turns: Sequence[Turn],
+    kept: Sequence[bool] | None = None,
 ) -> list[TrainingExample]:
-    """One example per turn, numbered by position; deliberate mistakes are left out."""
+    """One example per turn, numbered by position; deliberate mistakes are left out, and
+    the turns ``kept`` marks False (a judge's verdict)."""
     return [
         TrainingExample(
             agent=agent,
@@ -376,7 +381,7 @@ def examples_of(
             call={"name": turn.call.name, "arguments": turn.call.arguments},
         )
         for index, turn in enumerate(turns)
-        if not turn.mistake
+        if not turn.mistake and (kept is None or kept[index])
     ]
 
 
@@ -511,8 +516,15 @@ class Session:
         problem = episode_problem(self.agent, job, result, model.turns, episode.docstring)
         if problem is not None:
             return outcome_of(episode, "dropped", problem)
+        judged = None
+        if episode.judge is not None:
+            judged = episode.judge(result, [turn.call for turn in model.turns])
+            if not any(judged):
+                return outcome_of(episode, "dropped", "the host measured no gain from any turn")
         kept = outcome_of(episode, "kept", "")
-        examples = examples_of(self.agent.name, episode.file.source, episode.id, model.turns)
+        examples = examples_of(
+            self.agent.name, episode.file.source, episode.id, model.turns, judged
+        )
         count = self.count_tokens or estimate_tokens
         context = self.config.model.context_size
         kept.examples = [e for e in examples if fits_context(e, count, context)]

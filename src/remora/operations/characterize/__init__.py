@@ -74,6 +74,7 @@ TEST = Operation(
     evaluate=_evaluate_test,
     plan_episodes=corpus.plan_episodes,
     training_options={"model_inputs": True},
+    gate_metric="mutation_score",
     summary="characterization tests that pin observed behaviour (vs hypothesis write)",
 )
 SAMPLE_DATA = Operation(
@@ -85,6 +86,7 @@ SAMPLE_DATA = Operation(
     evaluate=_evaluate_sample_data,
     plan_episodes=corpus.plan_episodes,
     training_options={"model_inputs": True},
+    gate_metric="with_fixture",
     summary="fixtures a function accepts (vs st.builds/st.from_type)",
 )
 

@@ -13,12 +13,14 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from remora import pyast
 from remora.definitions import SubagentDefinition
 from remora.operations.base import (
     CorpusFile,
     PlannedEpisode,
+    TurnJudge,
     digest,
     entry_test_texts,
     file_nodes,
@@ -31,6 +33,10 @@ from remora.operations.characterize.expert import (
     case_batches,
 )
 from remora.operations.experts import Expert
+
+if TYPE_CHECKING:
+    from remora.model.base import ToolCall
+    from remora.runner.result import AgentResult
 
 REAL_SOURCES = ("doctest", "test")
 """Where real calls come from: the function's own ``>>>`` examples and the corpus's tests."""
@@ -87,6 +93,14 @@ def host_shown(text: str, qualname: str, shown: int = 4) -> list[str]:
     return [item.case.text for item in found[:shown]]
 
 
+def gaining_proposals(result: AgentResult, calls: Sequence[ToolCall]) -> list[bool]:
+    """The test agent's judge: a proposal is an example only when the tests its argument
+    lists brought added lines, branches or killed mutants, as the host measured after it
+    (``proposal_gains`` of the verdict); the other turns are not decisions."""
+    gains = iter(result.details.get("proposal_gains") or [])
+    return [call.name == "propose_inputs" and next(gains, 0) > 0 for call in calls]
+
+
 def plan_episodes(
     agent: SubagentDefinition,
     file: CorpusFile,
@@ -96,7 +110,8 @@ def plan_episodes(
     mistakes: float,
 ) -> Iterator[PlannedEpisode]:
     """One episode per public function with real argument lists the host does not show;
-    the test agent gets the test expert, any other the sample_data expert."""
+    the test agent gets the test expert (its proposals judged by :func:`gaining_proposals`),
+    any other the sample_data expert."""
     del seed, mistakes  # the cases are the material; no deliberate mistakes here
     for node in file_nodes(file, text, agent):
         if node.name.startswith("_"):
@@ -113,8 +128,9 @@ def plan_episodes(
             skipped["every real argument list is among those the host shows"] += 1
             continue
         expert: Expert
+        judge: TurnJudge | None = None
         if agent.name == "test":
-            expert = TestExpert(cases, node.qualname)
+            expert, judge = TestExpert(cases, node.qualname), gaining_proposals
         else:
             expert = SampleDataExpert(cases, node.qualname)
         yield PlannedEpisode(
@@ -126,4 +142,5 @@ def plan_episodes(
             expert,
             digest(text, node.qualname, *cases),
             shared_root=True,
+            judge=judge,
         )

@@ -16,9 +16,11 @@ test. Rows, each on its own scratch copy of the package:
 * remora: the test agent on the chosen functions (``path::name`` selectors), every test file
   it offers accepted into the copy, with ``operations.test.options.model_inputs=true`` (the
   default): the model proposes inputs for what the host's tests leave uncovered;
-* remora (host inputs only): the same with ``operations.test.options.model_inputs=false``,
+* remora (host only): the same with ``operations.test.options.model_inputs=false``,
   so only the argument lists the host finds (doctests, call sites, tests, defaults, ...),
-  and no model turn.
+  and no model turn;
+* remora (base model): the model's proposals too, by the base model without any adapter
+  (``model.use_adapters=false``): what the agent's adapter adds at the same decision points.
 
 Every test file is measured the same way (:mod:`._testrun`): run twice here
 (PYTHONHASHSEED 11 and 12; Remora's from the copy's root, as its user would), the first run
@@ -31,16 +33,17 @@ functions of line and branch coverage; files failing and files not importing.
 
 sample_data. Rows: st.builds (baseline): ``st.builds(function)`` (``st.from_type`` of each
 annotated parameter) drawn 20 times and called, in a child process; remora (the model's
-proposals too, ``operations.sample_data.options.model_inputs=true``) and remora (host inputs
-only, ``model_inputs=false``, the default): the sample_data agent,
+proposals too, ``operations.sample_data.options.model_inputs=true``), remora (host only,
+``model_inputs=false``, the default) and remora (base model): the sample_data agent,
 whose fixture file holds only the argument lists it called in its sandbox without an argument
 error. Column: the share of the functions with at least one fixture that calls without an
 argument error (TypeError, AttributeError): for Remora a successful job whose fixture file is
 in the copy, for st.builds a drawn example that called so; and how many such fixtures.
 
-For each Remora row: jobs per minute, mean turns and tool-call validity of its run. Wall
-times are those of producing the files (``hypothesis write``, the draws, Remora's run), not
-of the measurement runs here.
+An evaluation that names its rows (``EvalOptions.rows``, as the adapter gate does) runs
+only those of Remora's rows. For each Remora row: jobs per minute, mean turns and tool-call
+validity of its run. Wall times are those of producing the files (``hypothesis write``, the
+draws, Remora's run), not of the measurement runs here.
 """
 
 from __future__ import annotations
@@ -59,7 +62,16 @@ from remora.evaluation.functions import (
     public_functions,
 )
 from remora.evaluation.package import Project
-from remora.evaluation.report import Column, OperationReport, RemoraFigures, Score, Value
+from remora.evaluation.report import (
+    ADAPTER_ROW,
+    BASE_MODEL_ROW,
+    HOST_ONLY_ROW,
+    Column,
+    OperationReport,
+    RemoraFigures,
+    Score,
+    Value,
+)
 from remora.evaluation.session import RemoraRun
 from remora.operations.characterize._hypothesis import (
     from_type_fixtures,
@@ -82,8 +94,9 @@ UNIT = "functions"
 SELECTION_LABEL = "functions"
 GHOSTWRITER = "hypothesis write"
 BUILDS = "st.builds"
-REMORA = "remora"
-HOST_ONLY = "remora (host inputs only)"
+REMORA = ADAPTER_ROW
+HOST_ONLY = HOST_ONLY_ROW
+BASE_MODEL = BASE_MODEL_ROW
 FILE_TIMEOUT_S = 300.0
 
 TEST_COLUMNS = [
@@ -174,14 +187,16 @@ class Variant:
     directory: str
 
 
-def variants(operation: str) -> tuple[Variant, Variant]:
-    """Remora with the model's proposals, and with the host's argument lists only (the
-    model is not asked: the host does every step); each whatever the default."""
+def variants(operation: str) -> tuple[Variant, Variant, Variant]:
+    """Remora with the model's proposals, with the host's argument lists only (the model is
+    not asked: the host does every step), and with the base model's proposals; each
+    whatever the default."""
     with_model = f"operations.{operation}.options.model_inputs=true"
     host_only = f"operations.{operation}.options.model_inputs=false"
     return (
         Variant(REMORA, (with_model,), f"{operation}-remora"),
         Variant(HOST_ONLY, (host_only,), f"{operation}-remora-host-inputs"),
+        Variant(BASE_MODEL, (with_model, "model.use_adapters=false"), f"{operation}-base-model"),
     )
 
 
@@ -270,13 +285,14 @@ def _evaluate(
     chosen, candidates = select_functions(ctx)
     if not chosen:
         return _nothing_to_measure(operation, columns)
-    steps = Steps(ctx.progress, total=3 * len(chosen))
+    measured = [variant for variant in variants(operation) if ctx.measures(variant.name)]
+    steps = Steps(ctx.progress, total=(1 + len(measured)) * len(chosen))
     ctx.progress.expect(steps.total)
     details: Details = {ref.target: {} for ref in chosen}
     notes = [_selection_note(ctx, chosen, candidates)]
     scores = [baseline(ctx, chosen, details, notes)]
     figures: list[RemoraFigures] = []
-    for variant in variants(operation):
+    for variant in measured:
         project = ctx.scratch(variant.directory)
         run = _run_remora(ctx, steps, project, chosen, operation, variant)
         values = measure(ctx, project, run, variant, chosen, details, notes)

@@ -102,6 +102,22 @@ class Draft:
     """Why the second runs could not move the wall clock, when they could not."""
     mutation: MutationReport | None = None
     """The last mutation run of the tests, for the model's evidence."""
+    proposals: int = 0
+    """How many times the model proposed argument lists."""
+    reach: list[tuple[int, int]] = field(default_factory=list)
+    """Each measure of what the tests reach (lines, branches and killed mutants, summed),
+    with the number of proposals made before it: the host's own measure has 0."""
+
+    def proposal_gains(self) -> list[int]:
+        """What each proposal added to what the tests reach, as the host measured it after
+        the proposal (0 for one never measured): the host's own measure is the start."""
+        gains = [0] * self.proposals
+        before = 0
+        for proposals, reached in self.reach:
+            if proposals:
+                gains[proposals - 1] += reached - before
+            before = reached
+        return gains
 
     def kept(self) -> list[Observation]:
         """The first kept observation of each distinct behaviour, most trusted source first."""
@@ -339,6 +355,7 @@ def propose_cases(
     accepted: list[str] = []
     rejected: list[dict[str, str]] = []
     job = draft(ctx, target.path, qualname)
+    job.proposals += 1
     for item in items[: MODEL_LIMIT * 2]:
         try:
             case = parse_case(str(item), target.allowed)

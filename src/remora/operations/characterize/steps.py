@@ -48,15 +48,13 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     exits: dict[int, list[int]] = {}
     for start, end in coverage.get("missing_branches", []):
         exits.setdefault(int(start), []).append(int(end))
-    mutation = draft(ctx, target.path, qualname).mutation
-    survivors = mutation.survivors() if mutation is not None else []
+    job = draft(ctx, target.path, qualname)
+    survivors = job.mutation.survivors() if job.mutation is not None else []
     reached = (
         coverage["lines_covered"] + coverage["branches_covered"] + (report["mutants_killed"] or 0)
     )
-    seen: dict[tuple[str, str], int] = ctx.state.setdefault(f"{__name__}.reached", {})
-    key = (target.path, qualname)
-    grew = key not in seen or reached > seen[key]
-    seen[key] = reached
+    grew = not job.reach or reached > job.reach[-1][1]
+    job.reach.append((job.proposals, reached))
     complete = not missing and not exits and not survivors
     text = (
         f"The host's argument lists ran; {len(report['kept'])} test(s) pass twice: "
@@ -68,6 +66,15 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     if survivors:
         text += "\n" + surviving_mutants_text(target.source, survivors)
     return {"complete": complete, "grew": grew, "text": text}
+
+
+def _model_share(gains: list[int]) -> str:
+    """What the model's proposals added beyond the host's own tests, in the verdict."""
+    added = sum(gain for gain in gains if gain > 0)
+    return (
+        f"the model's {len(gains)} proposal(s) added {added} to what the tests reach "
+        "(lines, branches and killed mutants)"
+    )
 
 
 def _reached(report: dict[str, Any]) -> str:
@@ -125,13 +132,17 @@ def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, 
     if not report["ok"]:
         return {"status": "failed", "summary": report["reason"], "details": {}}
     coverage = report["coverage"]
-    unmoved = draft(ctx, load_target(ctx, path, qualname).path, qualname).clock_unmoved
+    job = draft(ctx, load_target(ctx, path, qualname).path, qualname)
+    unmoved = job.clock_unmoved
+    gains = job.proposal_gains()
     return {
         "status": "success",
         "summary": f"{len(report['kept'])} characterization test(s) in {report['path']} "
         f"pass twice; {_reached(report)}"
-        + (f" (not checked on another date: {unmoved})" if unmoved else ""),
+        + (f" (not checked on another date: {unmoved})" if unmoved else "")
+        + (f"; {_model_share(gains)}" if gains else ""),
         "details": {
+            "proposal_gains": gains,
             "test_file": report["path"],
             "tests": report["kept"],
             "dropped": report["dropped"],
