@@ -67,11 +67,11 @@ def summary_problem(docstring: str, name: str = "") -> str | None:
     return None
 
 
-def strip_docstring(text: str, qualname: str) -> Stripped | str:
+def strip_docstring(text: str, qualname: str, tree: ast.Module | None = None) -> Stripped | str:
     """``text`` without the docstring of ``qualname`` (and the blank lines after it), with
-    its summary line; or why that docstring is not one to learn from."""
-    tree = pyast.parse(text)
-    node = find_definition(tree, qualname)
+    its summary line; or why that docstring is not one to learn from. ``tree`` is ``text``
+    parsed, when the caller has it (a file's every definition is stripped in turn)."""
+    node = find_definition(tree or pyast.parse(text), qualname)
     if node is None:
         return "not a class or function of the module"
     docstring = ast.get_docstring(node, clean=False)
@@ -109,11 +109,13 @@ def plan_episodes(
     mistakes: float,
 ) -> Iterator[PlannedEpisode]:
     """One episode per public definition whose docstring is a summary worth learning."""
+    tree: ast.Module | None = None
     for node in file_nodes(file, text, agent):
         if node.name.startswith("_"):
             skipped["private or special name (the precheck skips it)"] += 1
             continue
-        stripped = strip_docstring(text, node.qualname)
+        tree = tree or pyast.parse(text)
+        stripped = strip_docstring(text, node.qualname, tree)
         if isinstance(stripped, str):
             skipped[f"docstring: {stripped}"] += 1
             continue
