@@ -100,6 +100,25 @@ def test_both_operations_measure_one_seeded_selection(
         assert totals[-1] == 3 + 3 * runs
 
 
+def test_an_evaluation_without_baselines_measures_only_the_rows_it_names(
+    tmp_path: Path,
+) -> None:
+    """The gate's candidate evaluations: no ``hypothesis write`` row, one Remora row."""
+    ctx, progress = eval_context(
+        tmp_path,
+        "test",
+        characterization_policy,
+        limit=1,
+        seed=SEED,
+        rows=frozenset({HOST_ONLY}),
+        baselines=False,
+    )
+    report = evaluate_test(ctx)
+    assert [score.tool for score in report.scores] == [HOST_ONLY]
+    assert [item.variant for item in report.remora] == [HOST_ONLY]
+    assert progress.advanced("test") == 1  # one job, no baseline function
+
+
 def test_candidates_are_public_synchronous_functions_with_parameters(tmp_path: Path) -> None:
     source = write_tree(
         tmp_path / "src",

@@ -62,9 +62,10 @@ def eval_context(
     seed: int = 0,
     source: Path = EVAL_PACKAGE,
     rows: frozenset[str] | None = None,
+    baselines: bool = True,
 ) -> tuple[EvalContext, RecordingProgress]:
     """A context for ``operation`` on a fresh copy of the synthetic package (measuring only
-    Remora's ``rows`` when given)."""
+    Remora's ``rows`` when given, and no baseline without ``baselines``)."""
     package = resolve_package(str(source), tmp_path / "fetch")
     original = package.copy_to(tmp_path / "original")
     suite = original.run_tests(120)
@@ -81,5 +82,6 @@ def eval_context(
         progress=OperationProgress(operation, progress),
         test_timeout=120,
         rows=rows,
+        baselines=baselines,
     )
     return context, progress

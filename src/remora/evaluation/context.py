@@ -78,6 +78,10 @@ class EvalContext:
     """Remora's rows to measure, by name (None: all); an operation whose rows cannot be
     chosen measures them all."""
 
+    baselines: bool = True
+    """Whether to measure the baseline tools' rows (an operation whose baseline is part of
+    its measure of Remora's rows measures it anyway)."""
+
     def measures(self, row: str) -> bool:
         """Whether this run measures Remora's row ``row``."""
         return self.rows is None or row in self.rows

@@ -52,6 +52,11 @@ class EvalOptions(BaseModel):
         description="Measure only these of Remora's rows, by name (None: all); the gate "
         "measures a candidate's row apart from the rows that do not depend on it.",
     )
+    baselines: bool = Field(
+        default=True,
+        description="False: leave out the baseline tools' rows where an operation can (test "
+        "and sample_data); the gate's candidate evaluations, whose table has Remora's rows only.",
+    )
 
     def check(self, known: Sequence[str]) -> None:
         """Refuse options that cannot run, before any work (EVAL_004-006); ``known`` are
@@ -140,6 +145,7 @@ def run_eval(
                 progress=OperationProgress(operation, sink),
                 test_timeout=options.test_timeout,
                 rows=frozenset(options.rows) if options.rows is not None else None,
+                baselines=options.baselines,
             )
             report.reports.append(_evaluate(operation, evaluators[operation], context))
         report.wall_s = time.perf_counter() - started

@@ -154,6 +154,7 @@ def run_gate(
                     seed=seed,
                     out=folder,
                     rows=list(wanted),
+                    baselines=wanted == FIXED_ROWS,  # the baselines once, beside the fixed rows
                 )
                 measured = _evaluated(options, operation, rows_session, progress)
                 if isinstance(measured, str):

@@ -41,7 +41,8 @@ argument error (TypeError, AttributeError): for Remora a successful job whose fi
 in the copy, for st.builds a drawn example that called so; and how many such fixtures.
 
 An evaluation that names its rows (``EvalOptions.rows``, as the adapter gate does) runs
-only those of Remora's rows. For each Remora row: jobs per minute, mean turns and tool-call
+only those of Remora's rows, and one without baselines (``EvalOptions.baselines``) no
+baseline row. For each Remora row: jobs per minute, mean turns and tool-call
 validity of its run. Wall times are those of producing the files (``hypothesis write``, the
 draws, Remora's run), not of the measurement runs here.
 """
@@ -286,11 +287,11 @@ def _evaluate(
     if not chosen:
         return _nothing_to_measure(operation, columns)
     measured = [variant for variant in variants(operation) if ctx.measures(variant.name)]
-    steps = Steps(ctx.progress, total=(1 + len(measured)) * len(chosen))
+    steps = Steps(ctx.progress, total=(int(ctx.baselines) + len(measured)) * len(chosen))
     ctx.progress.expect(steps.total)
     details: Details = {ref.target: {} for ref in chosen}
     notes = [_selection_note(ctx, chosen, candidates)]
-    scores = [baseline(ctx, chosen, details, notes)]
+    scores = [baseline(ctx, chosen, details, notes)] if ctx.baselines else []
     figures: list[RemoraFigures] = []
     for variant in measured:
         project = ctx.scratch(variant.directory)
