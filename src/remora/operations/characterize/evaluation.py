@@ -14,8 +14,9 @@ test. Rows, each on its own scratch copy of the package:
   (:mod:`._hypothesis`), the file run unedited from a directory of its own
   with ``--hypothesis-seed=0``;
 * remora: the test agent on the chosen functions (``path::name`` selectors), every test file
-  it offers accepted into the copy, with ``operations.test.options.model_inputs=true`` (the
-  default): the model proposes inputs for what the host's tests leave uncovered;
+  it offers accepted into the copy, with ``operations.test.options.model_inputs=true`` (not
+  the default): the model, with the agent's adapter, proposes inputs for what the host's
+  tests leave uncovered;
 * remora (host only): the same with ``operations.test.options.model_inputs=false``,
   so only the argument lists the host finds (doctests, call sites, tests, defaults, ...),
   and no model turn;
