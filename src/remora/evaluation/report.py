@@ -21,6 +21,8 @@ BASE_MODEL_ROW = "remora (base model)"
 """Row names with a meaning across operations: Remora as shipped (the model with the
 agent's adapter), the host alone, and the base model without the adapter at the same
 decision points. An evaluation with all three can gate an adapter (``remora train gate``)."""
+BASE_MODEL_SETTING = "model.use_adapters=false"
+"""The setting that makes a run :data:`BASE_MODEL_ROW`'s: every agent without its adapter."""
 
 
 class SuiteRun(BaseModel):

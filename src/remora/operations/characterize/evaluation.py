@@ -67,6 +67,7 @@ from remora.evaluation.package import Project
 from remora.evaluation.report import (
     ADAPTER_ROW,
     BASE_MODEL_ROW,
+    BASE_MODEL_SETTING,
     HOST_ONLY_ROW,
     Column,
     OperationReport,
@@ -198,7 +199,7 @@ def variants(operation: str) -> tuple[Variant, Variant, Variant]:
     return (
         Variant(REMORA, (with_model,), f"{operation}-remora"),
         Variant(HOST_ONLY, (host_only,), f"{operation}-remora-host-inputs"),
-        Variant(BASE_MODEL, (with_model, "model.use_adapters=false"), f"{operation}-base-model"),
+        Variant(BASE_MODEL, (with_model, BASE_MODEL_SETTING), f"{operation}-base-model"),
     )
 
 

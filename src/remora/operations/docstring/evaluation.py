@@ -97,6 +97,7 @@ from remora.evaluation.package import Project
 from remora.evaluation.report import (
     ADAPTER_ROW,
     BASE_MODEL_ROW,
+    BASE_MODEL_SETTING,
     HOST_ONLY_ROW,
     Column,
     OperationReport,
@@ -128,7 +129,7 @@ REMORA_SETS = ("operations.docstring.options.missing_only=true", "discovery.node
 VARIANTS = (
     (HOST_ONLY, (*REMORA_SETS, "operations.docstring.options.use_model=false"), "host-only"),
     (REMORA, REMORA_SETS, "remora"),
-    (BASE_MODEL, (*REMORA_SETS, "model.use_adapters=false"), "base-model"),
+    (BASE_MODEL, (*REMORA_SETS, BASE_MODEL_SETTING), "base-model"),
 )
 """Remora's rows: the host alone, the default (the model with its adapter writes the
 summary) and the base model without the adapter; their names, settings and scratch
