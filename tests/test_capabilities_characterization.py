@@ -297,17 +297,18 @@ def test_the_verdict_says_what_each_proposal_added(ctx: CapabilityContext) -> No
     nothing; the summary says what the model added."""
     from remora.operations.characterize.steps import coverage_evidence, test_verdict
 
-    def propose_and_measure(cases: list[str]) -> None:
+    def propose_and_measure(cases: list[str]) -> str:
         propose_cases(ctx, "pkg/mod.py", "grade", cases)
         observe_cases(ctx, "pkg/mod.py", "grade")
         write_characterization_tests(ctx, "pkg/mod.py", "grade")
         run_characterization_tests(ctx, "pkg/mod.py", "grade")
-        coverage_evidence(ctx, "pkg/mod.py", "grade")
+        return str(coverage_evidence(ctx, "pkg/mod.py", "grade")["text"])
 
     host = test_verdict(ctx, "pkg/mod.py", "grade")
     assert host["details"]["proposal_gains"] == [] and "model" not in host["summary"]
-    coverage_evidence(ctx, "pkg/mod.py", "grade")  # the evidence the model is shown
-    propose_and_measure(["500"])
+    shown = coverage_evidence(ctx, "pkg/mod.py", "grade")["text"]  # what the model is shown
+    assert shown.startswith("The host's argument lists ran; ")
+    assert propose_and_measure(["500"]).startswith("The host's and your argument lists ran; ")
     propose_and_measure(["2"])
     verdict = test_verdict(ctx, "pkg/mod.py", "grade")
     first, second = verdict["details"]["proposal_gains"]

@@ -159,6 +159,23 @@ def test_signature_inputs_lists_params_and_doctest_cases_first(ctx: CapabilityCo
     assert signature_inputs(ctx, "pkg/mod.py", "count")["is_generator"] is True
 
 
+def test_the_host_leaves_out_the_lists_its_options_withhold(tmp_path: Path) -> None:
+    """``options.withhold_cases`` (set by training material) takes argument lists out of
+    the host's own, whatever source found them, and nothing else; observing runs none."""
+    root = write_tree(tmp_path / "proj", {"pkg/mod.py": MODULE, "tests/test_mod.py": TESTS})
+    every = [
+        c["case"] for c in signature_inputs(capability_context(root), "pkg/mod.py", "area")["cases"]
+    ]
+    withheld = ["5, 6", every[-1]]  # the project's test, and the host's last guess
+    ctx = capability_context(root, {"workspace_id": "w", "options": {"withhold_cases": withheld}})
+    cases = [c["case"] for c in signature_inputs(ctx, "pkg/mod.py", "area")["cases"]]
+    assert "5, 6" in every and cases == [c for c in every if c not in withheld]
+    assert len(cases) == len(every) - 2
+    observe_cases(ctx, "pkg/mod.py", "area", model_inputs=False)
+    ran = {o.case for o in draft(ctx, "pkg/mod.py", "area").observations}
+    assert ran == set(cases)
+
+
 def test_signature_inputs_of_an_instance_method_names_a_receiver(
     ctx: CapabilityContext,
 ) -> None:

@@ -27,7 +27,7 @@ from remora.harness import check_episode
 from remora.model.base import Message, ModelRequest, ToolCall
 from remora.model.functiongemma import render_request
 from remora.operations import load_agents
-from remora.operations.characterize.corpus import gaining_proposals
+from remora.operations.characterize.corpus import gaining_proposals, withheld_cases
 from remora.operations.characterize.expert import TestExpert
 from remora.operations.docstring.corpus import find_definition, strip_docstring
 from remora.operations.docstring.expert import (
@@ -514,6 +514,44 @@ def test_a_test_proposal_is_an_example_only_when_its_tests_added_reach() -> None
     turns = [Turn(conversation(agent="test"), call) for call in calls]
     kept = examples_of("test", "m.py", "m.py::f", turns, [True, False, True, False])
     assert [e.turn for e in kept] == [0, 2]  # numbered by position, as without a judge
+
+
+SIDES = """def sign(n):
+    \"\"\"Say which side of zero n is on.\"\"\"
+    if n > 0:
+        return "positive"
+    if n < 0:
+        return "negative"
+    return "zero"
+"""
+
+
+def test_the_host_withholds_its_own_lists_and_those_that_close_a_gap_are_examples(
+    tmp_path: Path,
+) -> None:
+    """A function with no real calls still teaches the test agent: the host keeps only
+    some of its own argument lists (``0`` here, by the seed's draw), the expert proposes
+    the withheld ones, and the example is the proposal shown the gap it closed."""
+    module = tmp_path / "sides.py"
+    module.write_text(SIDES, encoding="utf-8")
+    kept, withheld = withheld_cases(SIDES, "sign", seed=1)
+    assert (kept, withheld) == (["0"], ["1", "-1", "3"])
+    report = generate_traces(
+        "test", [module], tmp_path / "out", limit=4, seed=1, tokens="estimate", mistakes=0.0
+    )
+    assert report.skipped["no real argument values (doctests or tests)"] == 1
+    assert report.episodes_kept == 1
+    (example,) = [
+        *read_examples(tmp_path / "out" / "test" / TRAIN_FILE),
+        *read_examples(tmp_path / "out" / "test" / VALIDATION_FILE),
+    ]
+    assert example.episode == "sides.py::sign#withheld"
+    assert example.call == {"name": "propose_inputs", "arguments": {"cases": withheld}}
+    shown = example.prompt.split("<start_of_turn>user", 1)[1]
+    # the state before: the host's one list, 0, pinned one path and left the other two
+    assert "1 test(s) pass twice: lines 3/5 (60%), branches 2/4 (50%)" in shown
+    assert 'return "positive"  # never run' in shown
+    assert 'return "negative"  # never run' in shown
 
 
 def test_every_example_names_its_episode_source(generated: Any) -> None:

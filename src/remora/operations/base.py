@@ -84,7 +84,8 @@ class PlannedEpisode:
     in a real project; the others in a project of their file alone. ``docstring`` is the
     original docstring the episode's file lacks, which must not show in the prompt.
     ``judge`` keeps only some of the model's turns as examples (every turn when None); an
-    episode where it keeps none is dropped.
+    episode where it keeps none is dropped. ``options`` are laid over the operation's own
+    for this episode's job.
     """
 
     id: str
@@ -98,6 +99,7 @@ class PlannedEpisode:
     docstring: str | None = None
     in_package: bool = False
     judge: TurnJudge | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class EpisodePlanner(Protocol):

@@ -491,7 +491,8 @@ class Session:
             node = found[0]
             manager = WorkspaceManager(root)
             key = JobKey(self.agent.name, node.node_id, self.run_id, attempt)
-            job = Job(agent=self.agent, node=node, key=key, options=self.options)
+            options = {**self.options, **episode.options}
+            job = Job(agent=self.agent, node=node, key=key, options=options)
             try:
                 with open_job(
                     job, manager=manager, runtime=self.runtime, config=self.config

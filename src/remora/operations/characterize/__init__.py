@@ -49,6 +49,9 @@ class TestOptions(BaseModel):
     # tests are the job unless model_inputs is set.
     model_inputs: bool = False
     write_test_file: bool = False
+    # Argument lists (as source) the host leaves out of its own; `remora train generate`
+    # withholds some so that they become the model's answers.
+    withhold_cases: list[str] = []
 
 
 class SampleDataOptions(BaseModel):

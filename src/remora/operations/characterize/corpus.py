@@ -2,13 +2,16 @@
 
 Real calls come from the function's doctests or from its corpus entry's tests
 (:func:`real_cases`), never invented; an argument list the host already shows is not
-proposed again.
+proposed again. The test agent also learns from the host's own argument lists: an episode
+withholds some of them from the host and proposes them (:func:`withheld_cases`), and those
+the host measures closing a gap are kept.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from functools import cache
@@ -32,6 +35,7 @@ from remora.operations.characterize.expert import (
     TestExpert,
     case_batches,
 )
+from remora.operations.characterize.inputs import HOST_LIMIT
 from remora.operations.experts import Expert
 
 if TYPE_CHECKING:
@@ -68,7 +72,7 @@ def real_cases(text: str, qualname: str, test_calls: Sequence[str] = ()) -> list
     (calls of its name in tests, as source), those that fit its signature."""
     project = {"tests/test_calls.py": "\n".join(test_calls)} if test_calls else {}
     try:
-        found = candidate_inputs(text, qualname, project, limit=12)
+        found = candidate_inputs(text, qualname, project, limit=HOST_LIMIT)
     except (ValueError, SyntaxError, RecursionError):
         return []
     return [item.case.text for item in found if item.source in REAL_SOURCES]
@@ -87,7 +91,7 @@ def host_shown(text: str, qualname: str, shown: int = 4) -> list[str]:
     """The argument lists the agents' ``analyze_signature`` will show as found (the host's
     first candidates, from the module alone): proposing them again adds nothing."""
     try:
-        found = candidate_inputs(text, qualname, {}, limit=12)
+        found = candidate_inputs(text, qualname, {}, limit=HOST_LIMIT)
     except (ValueError, SyntaxError, RecursionError):
         return []
     return [item.case.text for item in found[:shown]]
@@ -101,6 +105,18 @@ def gaining_proposals(result: AgentResult, calls: Sequence[ToolCall]) -> list[bo
     return [call.name == "propose_inputs" and next(gains, 0) > 0 for call in calls]
 
 
+def withheld_cases(text: str, qualname: str, seed: int) -> tuple[list[str], list[str]]:
+    """The host's own argument lists split in two: those it keeps, and those withheld from
+    it so that they become the model's answers (the first one to three kept, by a stable
+    draw per function; nothing withheld when the host has fewer than two)."""
+    found = host_shown(text, qualname, shown=HOST_LIMIT)
+    if len(found) < 2:
+        return found, []
+    draw = int(hashlib.sha256(f"{seed}:{qualname}".encode()).hexdigest()[:8], 16)
+    keep = 1 + draw % min(3, len(found) - 1)
+    return found[:keep], found[keep:]
+
+
 def plan_episodes(
     agent: SubagentDefinition,
     file: CorpusFile,
@@ -109,38 +125,80 @@ def plan_episodes(
     skipped: Counter[str],
     mistakes: float,
 ) -> Iterator[PlannedEpisode]:
-    """One episode per public function with real argument lists the host does not show;
+    """Per public function, an episode with its real argument lists the host does not show;
     the test agent gets the test expert (its proposals judged by :func:`gaining_proposals`),
-    any other the sample_data expert."""
-    del seed, mistakes  # the cases are the material; no deliberate mistakes here
+    any other the sample_data expert. The test agent also gets an episode where the host
+    withholds some of its own argument lists (:func:`withheld_cases`) and the expert
+    proposes them: the ones the host measures closing a gap are gap-closing inputs shown
+    the state before them."""
+    del mistakes  # the cases are the material; no deliberate mistakes here
     for node in file_nodes(file, text, agent):
         if node.name.startswith("_"):
             skipped["private or special name (the precheck skips it)"] += 1
             continue
-        cases = cases_for(file, text, node.qualname, node.text)
-        if not cases:
-            skipped["no real argument values (doctests or tests)"] += 1
-            continue
-        if not case_batches(cases):
-            skipped[f"real argument values longer than {MAX_CASE_CHARS} characters"] += 1
-            continue
-        if not case_batches(cases, host_shown(text, node.qualname)):
-            skipped["every real argument list is among those the host shows"] += 1
-            continue
-        expert: Expert
-        judge: TurnJudge | None = None
-        if agent.name == "test":
-            expert, judge = TestExpert(cases, node.qualname), gaining_proposals
-        else:
-            expert = SampleDataExpert(cases, node.qualname)
-        yield PlannedEpisode(
-            f"{file.source}::{node.qualname}",
-            file,
-            node.qualname,
-            node.node_type,
-            text,
-            expert,
-            digest(text, node.qualname, *cases),
-            shared_root=True,
-            judge=judge,
+        yield from _real_episodes(
+            agent, file, text, node.qualname, node.node_type, node.text, skipped
         )
+        if agent.name == "test":
+            yield from _withheld_episode(file, text, node.qualname, node.node_type, seed, skipped)
+
+
+def _real_episodes(
+    agent: SubagentDefinition,
+    file: CorpusFile,
+    text: str,
+    qualname: str,
+    node_type: str,
+    node_text: str,
+    skipped: Counter[str],
+) -> Iterator[PlannedEpisode]:
+    """The episode whose answers are the function's real calls (doctests, tests)."""
+    cases = cases_for(file, text, qualname, node_text)
+    if not cases:
+        skipped["no real argument values (doctests or tests)"] += 1
+        return
+    if not case_batches(cases):
+        skipped[f"real argument values longer than {MAX_CASE_CHARS} characters"] += 1
+        return
+    if not case_batches(cases, host_shown(text, qualname)):
+        skipped["every real argument list is among those the host shows"] += 1
+        return
+    expert: Expert
+    judge: TurnJudge | None = None
+    if agent.name == "test":
+        expert, judge = TestExpert(cases, qualname), gaining_proposals
+    else:
+        expert = SampleDataExpert(cases, qualname)
+    yield PlannedEpisode(
+        f"{file.source}::{qualname}",
+        file,
+        qualname,
+        node_type,
+        text,
+        expert,
+        digest(text, qualname, *cases),
+        shared_root=True,
+        judge=judge,
+    )
+
+
+def _withheld_episode(
+    file: CorpusFile, text: str, qualname: str, node_type: str, seed: int, skipped: Counter[str]
+) -> Iterator[PlannedEpisode]:
+    """The test episode whose answers are the host's own withheld argument lists."""
+    _, withheld = withheld_cases(text, qualname, seed)
+    if not case_batches(withheld):
+        skipped["fewer than two host argument lists to withhold from"] += 1
+        return
+    yield PlannedEpisode(
+        f"{file.source}::{qualname}#withheld",
+        file,
+        qualname,
+        node_type,
+        text,
+        TestExpert(withheld, qualname),
+        digest(text, qualname, "withheld", *withheld),
+        shared_root=True,
+        judge=gaining_proposals,
+        options={"withhold_cases": withheld},
+    )

@@ -244,12 +244,19 @@ def host_cases(ctx: CapabilityContext, target: Target) -> list[tuple[Case, str, 
 
     Kept in the job's draft while the module's source is unchanged: finding call sites
     reads every project file that mentions the function, once per job, not once per tool.
+    The argument lists in ``options.withhold_cases`` are left out: training material
+    withholds some of the host's own lists so that they become the model's answers.
     """
     job = draft(ctx, target.path, target.qualname)
     if job.host is not None and job.host[0] == target.source:
         return list(job.host[1])
     project = _call_site_sources(ctx, target)
-    found = candidate_inputs(target.source, target.qualname, project, HOST_LIMIT)
+    withheld = set((ctx.system.get("options") or {}).get("withhold_cases") or ())
+    found = [
+        candidate
+        for candidate in candidate_inputs(target.source, target.qualname, project, HOST_LIMIT)
+        if candidate.case.text not in withheld
+    ]
     receivers = receivers_for(target, project) if target.needs_receiver else [None]
     cases = [(c.case, c.source, receivers[0]) for c in found]
     if found:

@@ -56,10 +56,12 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
     grew = not job.reach or reached > job.reach[-1][1]
     job.reach.append((job.proposals, reached))
     complete = not missing and not exits and not survivors
-    text = (
-        f"The host's argument lists ran; {len(report['kept'])} test(s) pass twice: "
-        f"{_reached(report)}."
+    ran = (
+        "The host's and your argument lists ran"
+        if job.proposals
+        else "The host's argument lists ran"
     )
+    text = f"{ran}; {len(report['kept'])} test(s) pass twice: {_reached(report)}."
     if missing or exits:
         marked = _marked_source(target.source, qualname, missing, exits)
         text += " Lines never run and branches never taken are marked:\n" + marked
