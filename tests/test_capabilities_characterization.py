@@ -312,6 +312,7 @@ def test_the_verdict_says_what_each_proposal_added(ctx: CapabilityContext) -> No
     propose_and_measure(["2"])
     verdict = test_verdict(ctx, "pkg/mod.py", "grade")
     first, second = verdict["details"]["proposal_gains"]
+    assert verdict["details"]["proposal_cases"] == [["500"], []]  # 2 repeats the host's 3
     assert first >= 2  # the "big" line and the branch to it, at least
     assert second == 0
     assert (

@@ -499,21 +499,31 @@ def test_test_expert_proposes_more_while_coverage_grows_then_submits() -> None:
 
 def test_a_test_proposal_is_an_example_only_when_its_tests_added_reach() -> None:
     """The test agent's judge keeps the proposals whose measured gain is positive, in
-    order, and never the host's or submit calls; without gains it keeps nothing."""
+    order, answering with only their lists that brought a new behaviour, and never the
+    host's or submit calls; without gains it keeps nothing."""
     calls = [
-        ToolCall(name="propose_inputs", arguments={"cases": ["1"]}),
+        ToolCall(name="propose_inputs", arguments={"cases": ["1", "'x'"]}),
         ToolCall(name="propose_inputs", arguments={"cases": ["2"]}),
         ToolCall(name="propose_inputs", arguments={"cases": ["3"]}),
         ToolCall(name=SUBMIT_TOOL, arguments={}),
     ]
-    result = AgentResult(
-        status="success", operation="test", node_id="n", details={"proposal_gains": [3, 0, 1]}
+    details = {"proposal_gains": [3, 0, 1], "proposal_cases": [["1"], [], ["3"]]}
+    result = AgentResult(status="success", operation="test", node_id="n", details=details)
+    judged = gaining_proposals(result, calls)
+    assert [None if c is None else c.arguments["cases"] for c in judged] == [
+        ["1"],  # 'x' failed or repeated a behaviour: not part of the answer
+        None,
+        ["3"],
+        None,
+    ]
+    assert all(
+        c is None for c in gaining_proposals(result.model_copy(update={"details": {}}), calls)
     )
-    assert gaining_proposals(result, calls) == [True, False, True, False]
-    assert not any(gaining_proposals(result.model_copy(update={"details": {}}), calls))
     turns = [Turn(conversation(agent="test"), call) for call in calls]
-    kept = examples_of("test", "m.py", "m.py::f", turns, [True, False, True, False])
+    kept = examples_of("test", "m.py", "m.py::f", turns, judged)
     assert [e.turn for e in kept] == [0, 2]  # numbered by position, as without a judge
+    assert kept[0].call == {"name": "propose_inputs", "arguments": {"cases": ["1"]}}
+    assert "cases:[<escape>1<escape>]}" in kept[0].completion  # the answer it is taught
 
 
 SIDES = """def sign(n):
@@ -546,7 +556,8 @@ def test_the_host_withholds_its_own_lists_and_those_that_close_a_gap_are_example
         *read_examples(tmp_path / "out" / "test" / VALIDATION_FILE),
     ]
     assert example.episode == "sides.py::sign#withheld"
-    assert example.call == {"name": "propose_inputs", "arguments": {"cases": withheld}}
+    # 1 and -1 each take a path the host's 0 never took; 3 repeats 1's and is left out
+    assert example.call == {"name": "propose_inputs", "arguments": {"cases": ["1", "-1"]}}
     shown = example.prompt.split("<start_of_turn>user", 1)[1]
     # the state before: the host's one list, 0, pinned one path and left the other two
     assert "1 test(s) pass twice: lines 3/5 (60%), branches 2/4 (50%)" in shown

@@ -67,10 +67,11 @@ class CorpusFile:
     entry: Path
 
 
-TurnJudge = Callable[["AgentResult", Sequence["ToolCall"]], list[bool]]
-"""Which of an episode's model turns (their calls, in order) are kept as examples, judged on
-the host's own measure in the job's result: a turn the host found to add nothing teaches
-nothing."""
+TurnJudge = Callable[["AgentResult", Sequence["ToolCall"]], list["ToolCall | None"]]
+"""Which of an episode's model turns (their calls, in order) are kept as examples, and with
+what answer, judged on the host's own measure in the job's result: None for a turn the host
+found to add nothing (it teaches nothing), else the call to learn, which may keep only the
+part of the turn's call that the host found to work."""
 
 
 @dataclass

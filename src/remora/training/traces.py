@@ -365,10 +365,12 @@ def examples_of(
     source: str,
     episode: str,
     turns: Sequence[Turn],
-    kept: Sequence[bool] | None = None,
+    kept: Sequence[ToolCall | None] | None = None,
 ) -> list[TrainingExample]:
     """One example per turn, numbered by position; deliberate mistakes are left out, and
-    the turns ``kept`` marks False (a judge's verdict)."""
+    so are the turns a judge's verdict ``kept`` marks None (the others answer with the
+    call it gives)."""
+    answers = [turn.call for turn in turns] if kept is None else kept
     return [
         TrainingExample(
             agent=agent,
@@ -376,12 +378,12 @@ def examples_of(
             episode=episode,
             turn=index,
             prompt=render_request(turn.request),
-            completion=render_completion(turn.call),
+            completion=render_completion(answer),
             request=turn.request.model_dump(mode="json"),
-            call={"name": turn.call.name, "arguments": turn.call.arguments},
+            call={"name": answer.name, "arguments": answer.arguments},
         )
-        for index, turn in enumerate(turns)
-        if not turn.mistake and (kept is None or kept[index])
+        for index, (turn, answer) in enumerate(zip(turns, answers, strict=True))
+        if not turn.mistake and answer is not None
     ]
 
 
@@ -520,7 +522,7 @@ class Session:
         judged = None
         if episode.judge is not None:
             judged = episode.judge(result, [turn.call for turn in model.turns])
-            if not any(judged):
+            if all(call is None for call in judged):
                 return outcome_of(episode, "dropped", "the host measured no gain from any turn")
         kept = outcome_of(episode, "kept", "")
         examples = examples_of(

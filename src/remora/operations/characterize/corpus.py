@@ -97,12 +97,24 @@ def host_shown(text: str, qualname: str, shown: int = 4) -> list[str]:
     return [item.case.text for item in found[:shown]]
 
 
-def gaining_proposals(result: AgentResult, calls: Sequence[ToolCall]) -> list[bool]:
+def gaining_proposals(result: AgentResult, calls: Sequence[ToolCall]) -> list[ToolCall | None]:
     """The test agent's judge: a proposal is an example only when the tests its argument
     lists brought added lines, branches or killed mutants, as the host measured after it
-    (``proposal_gains`` of the verdict); the other turns are not decisions."""
+    (``proposal_gains`` of the verdict), and its answer keeps only the lists that gave a
+    new behaviour (``proposal_cases``), not those that failed or repeated one; the other
+    turns are not decisions."""
     gains = iter(result.details.get("proposal_gains") or [])
-    return [call.name == "propose_inputs" and next(gains, 0) > 0 for call in calls]
+    brought = iter(result.details.get("proposal_cases") or [])
+    judged: list[ToolCall | None] = []
+    for call in calls:
+        if call.name != "propose_inputs":
+            judged.append(None)
+            continue
+        gain, useful = next(gains, 0), set(next(brought, ()))
+        cases = [case for case in call.arguments.get("cases") or () if case in useful]
+        answer = call.model_copy(update={"arguments": {**call.arguments, "cases": cases}})
+        judged.append(answer if gain > 0 and cases else None)
+    return judged
 
 
 def withheld_cases(text: str, qualname: str, seed: int) -> tuple[list[str], list[str]]:

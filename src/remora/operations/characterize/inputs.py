@@ -104,6 +104,8 @@ class Draft:
     """The last mutation run of the tests, for the model's evidence."""
     proposals: int = 0
     """How many times the model proposed argument lists."""
+    proposed_by: list[int] = field(default_factory=list)
+    """For each of ``proposed``, the proposal (counted from 1) that brought it."""
     reach: list[tuple[int, int]] = field(default_factory=list)
     """Each measure of what the tests reach (lines, branches and killed mutants, summed),
     with the number of proposals made before it: the host's own measure has 0."""
@@ -118,6 +120,17 @@ class Draft:
                 gains[proposals - 1] += reached - before
             before = reached
         return gains
+
+    def proposal_cases(self) -> list[list[str]]:
+        """For each proposal, its argument lists that gave a behaviour no earlier list gave
+        (the first of a behaviour, :meth:`kept`): what the proposal really brought."""
+        brought: list[list[str]] = [[] for _ in range(self.proposals)]
+        by_case = {case.text: by for case, by in zip(self.proposed, self.proposed_by, strict=True)}
+        for observation in self.kept():
+            by = by_case.get(observation.case) if observation.source == "model" else None
+            if by is not None and 0 < by <= self.proposals:
+                brought[by - 1].append(observation.case)
+        return brought
 
     def kept(self) -> list[Observation]:
         """The first kept observation of each distinct behaviour, most trusted source first."""
@@ -371,6 +384,7 @@ def propose_cases(
             continue
         if case not in job.proposed and len(job.proposed) < MODEL_LIMIT:
             job.proposed.append(case)
+            job.proposed_by.append(job.proposals)
             accepted.append(case.text)
     return {"accepted": accepted, "rejected": rejected, "proposed": len(job.proposed)}
 

@@ -145,6 +145,7 @@ def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, 
         + (f"; {_model_share(gains)}" if gains else ""),
         "details": {
             "proposal_gains": gains,
+            "proposal_cases": job.proposal_cases(),
             "test_file": report["path"],
             "tests": report["kept"],
             "dropped": report["dropped"],
