@@ -4,7 +4,7 @@ Both observe real calls in the isolated runner from the same inputs (:mod:`.inpu
 candidates from the code, the model's proposals); ``test`` writes characterization tests
 (:mod:`.characterization`), ``sample_data`` fixtures (:mod:`.fixtures`); :mod:`.steps` holds
 the host's evidence and verdicts around the model's one decision. Their agents
-(``agents/test``, ``agents/sample_data``, one shared adapter), evaluation against
+(``agents/test``, ``agents/sample_data``), evaluation against
 Hypothesis (:mod:`.evaluation`), expert policies (:mod:`.expert`) and training material
 (:mod:`.corpus`) live here.
 """
