@@ -499,7 +499,7 @@ def test_test_expert_proposes_more_while_coverage_grows_then_submits() -> None:
 
 def test_a_test_proposal_is_an_example_only_when_its_tests_added_reach() -> None:
     """The test agent's judge keeps the proposals whose measured gain is positive, in
-    order, answering with only their lists that brought a new behaviour, and never the
+    order, answering with only their lists whose tests the host kept, and never the
     host's or submit calls; without gains it keeps nothing."""
     calls = [
         ToolCall(name="propose_inputs", arguments={"cases": ["1", "'x'"]}),
@@ -556,7 +556,7 @@ def test_the_host_withholds_its_own_lists_and_those_that_close_a_gap_are_example
         *read_examples(tmp_path / "out" / "test" / VALIDATION_FILE),
     ]
     assert example.episode == "sides.py::sign#withheld"
-    # 1 and -1 each take a path the host's 0 never took; 3 repeats 1's and is left out
+    # 1 and -1 each take a path the host's 0 never took; 3's test adds nothing 1's does not
     assert example.call == {"name": "propose_inputs", "arguments": {"cases": ["1", "-1"]}}
     shown = example.prompt.split("<start_of_turn>user", 1)[1]
     # the state before: the host's one list, 0, pinned one path and left the other two

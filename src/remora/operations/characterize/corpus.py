@@ -100,9 +100,9 @@ def host_shown(text: str, qualname: str, shown: int = 4) -> list[str]:
 def gaining_proposals(result: AgentResult, calls: Sequence[ToolCall]) -> list[ToolCall | None]:
     """The test agent's judge: a proposal is an example only when the tests its argument
     lists brought added lines, branches or killed mutants, as the host measured after it
-    (``proposal_gains`` of the verdict), and its answer keeps only the lists that gave a
-    new behaviour (``proposal_cases``), not those that failed or repeated one; the other
-    turns are not decisions."""
+    (``proposal_gains`` of the verdict), and its answer keeps only the lists whose tests
+    the host kept (``proposal_cases``), not those that failed or repeated another; the
+    other turns are not decisions."""
     gains = iter(result.details.get("proposal_gains") or [])
     brought = iter(result.details.get("proposal_cases") or [])
     judged: list[ToolCall | None] = []

@@ -122,13 +122,18 @@ class Draft:
         return gains
 
     def proposal_cases(self) -> list[list[str]]:
-        """For each proposal, its argument lists that gave a behaviour no earlier list gave
-        (the first of a behaviour, :meth:`kept`): what the proposal really brought."""
+        """For each proposal, its argument lists whose tests the host kept (each adds an
+        arc or kills a mutant the other kept tests do not): what the proposal really
+        brought, not the lists that failed or repeated what another showed."""
         brought: list[list[str]] = [[] for _ in range(self.proposals)]
         by_case = {case.text: by for case, by in zip(self.proposed, self.proposed_by, strict=True)}
-        for observation in self.kept():
+        for observation in self.tests.values():
             by = by_case.get(observation.case) if observation.source == "model" else None
-            if by is not None and 0 < by <= self.proposals:
+            if (
+                by is not None
+                and 0 < by <= self.proposals
+                and observation.case not in brought[by - 1]
+            ):
                 brought[by - 1].append(observation.case)
         return brought
 
