@@ -51,6 +51,7 @@ __all__ = [
     "file_nodes",
     "in_tests",
     "read_source",
+    "stable_draw",
     "stdlib_dir",
     "with_mistake",
 ]
@@ -158,10 +159,15 @@ def digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
+def stable_draw(seed: int, label: str) -> int:
+    """A number drawn from ``seed`` and ``label`` alone: the same in every run and process
+    (unlike ``hash``), so a planner's choices repeat and a rerun resumes them."""
+    return int(hashlib.sha256(f"{seed}:{label}".encode()).hexdigest()[:8], 16)
+
+
 def with_mistake(seed: int, episode: str, share: float) -> bool:
     """Whether an episode opens with a deliberate mistake (a stable draw per episode)."""
-    value = int(hashlib.sha256(f"{seed}:{episode}".encode()).hexdigest()[:8], 16)
-    return value % 10_000 < share * 10_000
+    return stable_draw(seed, episode) % 10_000 < share * 10_000
 
 
 def stdlib_dir() -> Path:

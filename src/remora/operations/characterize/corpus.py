@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import hashlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from functools import cache
@@ -27,6 +26,7 @@ from remora.operations.base import (
     digest,
     entry_test_texts,
     file_nodes,
+    stable_draw,
 )
 from remora.operations.characterize._candidates import candidate_inputs
 from remora.operations.characterize.expert import (
@@ -124,8 +124,7 @@ def withheld_cases(text: str, qualname: str, seed: int) -> tuple[list[str], list
     found = host_shown(text, qualname, shown=HOST_LIMIT)
     if len(found) < 2:
         return found, []
-    draw = int(hashlib.sha256(f"{seed}:{qualname}".encode()).hexdigest()[:8], 16)
-    keep = 1 + draw % min(3, len(found) - 1)
+    keep = 1 + stable_draw(seed, qualname) % min(3, len(found) - 1)
     return found[:keep], found[keep:]
 
 
