@@ -13,7 +13,7 @@ import ast
 import contextlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,11 +90,19 @@ def cases_for(file: CorpusFile, text: str, qualname: str, node_text: str) -> lis
 def host_shown(text: str, qualname: str, shown: int = 4) -> list[str]:
     """The argument lists the agents' ``analyze_signature`` will show as found (the host's
     first candidates, from the module alone): proposing them again adds nothing."""
+    return list(_host_candidates(text, qualname)[:shown])
+
+
+@lru_cache(maxsize=64)
+def _host_candidates(text: str, qualname: str) -> tuple[str, ...]:
+    """The host's candidates from the module alone, found once per function: a test
+    function's real and withheld episodes both ask for them (each search parses the
+    module)."""
     try:
         found = candidate_inputs(text, qualname, {}, limit=HOST_LIMIT)
     except (ValueError, SyntaxError, RecursionError):
-        return []
-    return [item.case.text for item in found[:shown]]
+        return ()
+    return tuple(item.case.text for item in found)
 
 
 def gaining_proposals(result: AgentResult, calls: Sequence[ToolCall]) -> list[ToolCall | None]:
