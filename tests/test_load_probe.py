@@ -310,17 +310,23 @@ def test_doctor_exits_1_when_every_profile_crashed(tmp_path: Path) -> None:
 def test_the_real_probe_loads_and_generates_with_each_profile(
     tmp_path: Path, embedded_llama: LlamaCppBackend
 ) -> None:
-    """The real child on the embedded model: both profiles run here, and the verdict the
-    session's backend loaded with is the cached one."""
+    """The real child on the embedded model. Plain buffers must run on every machine; the
+    repacked weights may crash on some CPUs (CI's has raised SIGILL at the first prompt), which
+    is what the probe is for: then the session's backend must not have loaded with them."""
     path = _embedded()
-    for profile in (WITH_EXTRA_BUFFERS, PLAIN_BUFFERS):
-        attempt = run_attempt(ChildRequest(path, profile, threads=1, batch_size=512))
-        assert attempt.outcome == "ok", attempt
-        assert attempt.stage == "generate"
-        assert attempt.buffers, "llama.cpp's load log names the weights' buffers"
-        if not profile.extra_buffers:
-            assert not any("REPACK" in b or "AMX" in b for b in attempt.buffers)
+    plain = run_attempt(ChildRequest(path, PLAIN_BUFFERS, threads=1, batch_size=512))
+    assert plain.outcome == "ok", plain
+    assert plain.stage == "generate"
+    assert plain.buffers, "llama.cpp's load log names the weights' buffers"
+    assert not any("REPACK" in b or "AMX" in b for b in plain.buffers)
+    extra = run_attempt(ChildRequest(path, WITH_EXTRA_BUFFERS, threads=1, batch_size=512))
+    assert extra.outcome in ("ok", "signal"), extra
     assert embedded_llama.load_profile is not None
+    if extra.outcome == "ok":
+        assert extra.stage == "generate" and extra.buffers
+    else:
+        assert extra.signal is not None
+        assert embedded_llama.load_profile.name != WITH_EXTRA_BUFFERS.name
     verdict = embedded_llama.load_verdict
     if verdict is not None:
         assert verdict.profile == embedded_llama.load_profile.name
