@@ -10,6 +10,7 @@ leaves its parameters to ``st.nothing()``: the test fails) and ``at_most`` (its 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from remora.operations.characterize.evaluation import (
     characterizable,
     evaluate_sample_data,
     evaluate_test,
+    variants,
 )
 from tests.stores import write_tree
 from tests.support.eval_context import EVAL_PACKAGE, RecordingProgress, eval_context
@@ -88,7 +90,7 @@ def test_both_operations_measure_one_seeded_selection(
     tested: Evaluated, sampled: Evaluated
 ) -> None:
     for (report, progress), operation, runs in (
-        (tested, "test", 3),  # every Remora row
+        (tested, "test", 2),  # every Remora row but the base model's (no test adapter)
         (sampled, "sample_data", 2),  # the rows it was given
     ):
         assert report.error is None and report.operation == operation
@@ -98,6 +100,27 @@ def test_both_operations_measure_one_seeded_selection(
         assert progress.advanced(operation) == 3 + 3 * runs  # 3 baseline functions, 3 jobs a run
         totals = [total for _, total, _, _ in progress.updates if total is not None]
         assert totals[-1] == 3 + 3 * runs
+
+
+def test_the_base_model_row_runs_only_when_it_differs_from_remora_or_is_named(
+    tmp_path: Path,
+) -> None:
+    """Without an adapter the base-model row would repeat remora's run; with one (here a
+    candidate named in the config), or when the rows are named as the gate names them, it
+    runs."""
+    ctx, _ = eval_context(tmp_path, "test", characterization_policy, limit=1)
+    sets = variants("test")[0].sets
+    reason = ctx.base_model_repeats("test", sets)
+    assert reason is not None and "test agent runs without an adapter" in reason
+    adapter = tmp_path / "candidate.gguf"
+    session = replace(ctx.session, assignments=(f"model.adapters.test={adapter}",))
+    assert session.adapter(ctx.original, "test", sets) == adapter
+    assert replace(ctx, session=session).base_model_repeats("test", sets) is None
+    off = (*sets, "model.use_adapters=false")
+    assert replace(ctx, session=session).base_model_repeats("test", off) is not None
+    named = replace(ctx, rows=frozenset({REMORA, BASE_MODEL}))
+    assert named.base_model_repeats("test", sets) is None
+    assert ctx.session.adapter(ctx.original, "docstring") is not None  # it ships one
 
 
 def test_an_evaluation_without_baselines_measures_only_the_rows_it_names(
@@ -166,8 +189,8 @@ def test_remora_keeps_tests_that_pass_here_and_cover_the_functions(tested: Evalu
         sum(_detail(report, t, REMORA)["mutation"]["score"] for t in report.selection) / 3
     )
     figures = {item.variant: item for item in report.remora}
-    assert set(figures) == {REMORA, HOST_ONLY, BASE_MODEL}
-    assert figures[BASE_MODEL].jobs == 3  # the base model proposes at the same points
+    assert set(figures) == {REMORA, HOST_ONLY}  # without an adapter the base model is remora
+    assert any(note.startswith(f"{BASE_MODEL} not run") for note in report.notes)
     assert figures[REMORA].jobs == 3 and figures[REMORA].statuses == {"success": 3}
     assert figures[REMORA].call_validity == 1.0
     assert figures[REMORA].mean_turns is not None and figures[REMORA].mean_turns <= 1

@@ -120,6 +120,12 @@ class ModelConfig(_Section):
         "(guided_grammar, older vLLM), none.",
     )
 
+    def adapter_for(self, agent: str, own: Path | None) -> Path | None:
+        """The LoRA adapter agent ``agent`` runs with: a candidate named under ``adapters``,
+        else its own (``own``, from its definition); None with adapters off or neither."""
+        chosen = self.adapters.get(agent, own)
+        return chosen if self.use_adapters else None
+
 
 class OperationConfig(_Section):
     """One operation (agent) as the user configured it."""

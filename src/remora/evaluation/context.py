@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from remora.evaluation.package import Project
-from remora.evaluation.report import OperationReport, SuiteRun
+from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, OperationReport, SuiteRun
 from remora.evaluation.session import RemoraSession
 
 T = TypeVar("T")
@@ -85,6 +85,18 @@ class EvalContext:
     def measures(self, row: str) -> bool:
         """Whether this run measures Remora's row ``row``."""
         return self.rows is None or row in self.rows
+
+    def base_model_repeats(self, operation: str, sets: Sequence[str]) -> str | None:
+        """Why this run leaves out :data:`BASE_MODEL_ROW` (None: it does not): the rows were
+        not named and ``operation``'s agent, under the adapter row's ``sets``, has no adapter,
+        so the base-model row would repeat that row's run. A gate names its rows and always
+        gets the row."""
+        if self.rows is not None or self.session.adapter(self.original, operation, sets):
+            return None
+        return (
+            f"{BASE_MODEL_ROW} not run: the {operation} agent runs without an adapter, so it "
+            f"is the same run as {ADAPTER_ROW}"
+        )
 
     def scratch(self, name: str, base: Project | None = None) -> Project:
         """A fresh copy of ``base`` (default: the pristine package) named ``name``."""

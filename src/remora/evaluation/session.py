@@ -115,6 +115,15 @@ class RemoraSession:
             operations=self.defaults,
         ).config
 
+    def adapter(self, project: Project, operation: str, sets: Sequence[str] = ()) -> Path | None:
+        """The LoRA adapter ``operation``'s agent runs with under this config and ``sets``
+        (None: it runs on the base model, so a base-model row would repeat its run)."""
+        config = self.config(project, sets)
+        settings = config.operations.get(operation)
+        name = (settings.agent if settings is not None else None) or operation
+        agent = self.agents.load(config.agents.dirs).get(name)
+        return config.model.adapter_for(name, agent.model if agent is not None else None)
+
     def describe_model(self, project: Project) -> str:
         """Which model answers, for the report (the server's URL and model id, or the GGUF)."""
         model = self.config(project).model

@@ -282,8 +282,8 @@ async def run_job(
     node_context, fitted = _node_context(
         job, system, system_prompt, tools, settings, counter, evidence
     )
-    chosen = config.model.adapters.get(agent.name, agent.model)
-    adapter = str(chosen) if chosen is not None and config.model.use_adapters else None
+    chosen = config.model.adapter_for(agent.name, agent.model)
+    adapter = str(chosen) if chosen is not None else None
     result = await run_agent(
         model=model,
         system_prompt=system_prompt,

@@ -206,8 +206,11 @@ def _withheld_episode(
 ) -> Iterator[PlannedEpisode]:
     """The test episode whose answers are the host's own withheld argument lists."""
     _, withheld = withheld_cases(text, qualname, seed)
-    if not case_batches(withheld):
+    if not withheld:
         skipped["fewer than two host argument lists to withhold from"] += 1
+        return
+    if not case_batches(withheld):
+        skipped[f"withheld host argument lists longer than {MAX_CASE_CHARS} characters"] += 1
         return
     yield PlannedEpisode(
         f"{file.source}::{qualname}#withheld",

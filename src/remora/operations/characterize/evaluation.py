@@ -22,6 +22,8 @@ test. Rows, each on its own scratch copy of the package:
   and no model turn;
 * remora (base model): the model's proposals too, by the base model without any adapter
   (``model.use_adapters=false``): what the agent's adapter adds at the same decision points.
+  An agent without an adapter would run the same as remora here, so unless the rows are
+  named the row is left out and a note says why.
 
 Every test file is measured the same way (:mod:`._testrun`): run twice here
 (PYTHONHASHSEED 11 and 12; Remora's from the copy's root, as its user would), the first run
@@ -288,11 +290,17 @@ def _evaluate(
     chosen, candidates = select_functions(ctx)
     if not chosen:
         return _nothing_to_measure(operation, columns)
-    measured = [variant for variant in variants(operation) if ctx.measures(variant.name)]
+    rows = variants(operation)
+    repeats = ctx.base_model_repeats(operation, rows[0].sets)
+    measured = [
+        variant
+        for variant in rows
+        if ctx.measures(variant.name) and not (variant.name == BASE_MODEL and repeats)
+    ]
     steps = Steps(ctx.progress, total=(int(ctx.baselines) + len(measured)) * len(chosen))
     ctx.progress.expect(steps.total)
     details: Details = {ref.target: {} for ref in chosen}
-    notes = [_selection_note(ctx, chosen, candidates)]
+    notes = [_selection_note(ctx, chosen, candidates), *([repeats] if repeats else [])]
     scores = [baseline(ctx, chosen, details, notes)] if ctx.baselines else []
     figures: list[RemoraFigures] = []
     for variant in measured:

@@ -28,7 +28,8 @@ Rows, each measured the same way on its own copy:
 * remora (base model): the same with ``model.use_adapters=false``: the base model at the
   same decision points, without the agent's adapter, so an adapter shows what it adds
   (the model's descriptions are measured by running the whole evaluation with
-  ``--set operations.docstring.options.describe=true``).
+  ``--set operations.docstring.options.describe=true``); left out, with a note, when the
+  agent runs without an adapter and the rows are not named (it would repeat remora's run).
 
 Columns. Everything but public coverage is over the chosen functions, and a function
 without a docstring fails every check (similarities 0):
@@ -351,7 +352,12 @@ def evaluate(ctx: EvalContext) -> OperationReport:
     picked = ctx.pick(pool, "functions")
     if not picked:
         return _failed("no public function with a docstring on lines of its own")
-    variants = [variant for variant in VARIANTS if ctx.measures(variant[0])]
+    repeats = ctx.base_model_repeats(OPERATION, REMORA_SETS)
+    variants = [
+        variant
+        for variant in VARIANTS
+        if ctx.measures(variant[0]) and not (variant[0] == BASE_MODEL and repeats)
+    ]
     fixed_steps = SHARED_STEPS + len(variants)
     ctx.progress.expect(fixed_steps + len(picked))
 
@@ -396,6 +402,7 @@ def evaluate(ctx: EvalContext) -> OperationReport:
         "its own and another statement); docstrings checked in the google style",
         *(f"left out {target}: {why}" for target, why in dropped.items()),
         *([f"meaning not scored: {unscored}"] if unscored else []),
+        *([repeats] if repeats else []),
     ]
     return OperationReport(
         operation=OPERATION,
