@@ -29,7 +29,7 @@ from remora.model.functiongemma import render_request
 from remora.operations import load_agents
 from remora.operations.characterize.corpus import gaining_proposals, withheld_cases
 from remora.operations.characterize.expert import TestExpert
-from remora.operations.docstring.corpus import find_definition, strip_docstring
+from remora.operations.docstring.corpus import find_definition, strip_docstring, summary_problem
 from remora.operations.docstring.expert import (
     DocstringExpert,
     imperative,
@@ -382,6 +382,9 @@ def long(x):
     assert strip_docstring(text, "only") == "the body is only the docstring"
     assert strip_docstring(text, "long") == "the summary spans several lines"
     assert strip_docstring(text, "missing") == "not a class or function of the module"
+    for line in ("96 dpi, 72 points to the inch", "'*' or '_' for emphasis"):
+        assert summary_problem(f"{line}\n") == "the summary does not start with a word"
+    assert summary_problem("`cents` of an amount, rounded half up.") is None
 
 
 # --- the experts on hand-made conversations ---------------------------------------------------

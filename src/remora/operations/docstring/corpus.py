@@ -64,6 +64,8 @@ def summary_problem(docstring: str, name: str = "") -> str | None:
         return "the first line is a signature"
     if "\\" in paragraph:
         return "the summary holds a backslash"
+    if not re.match(r"[A-Za-z`]", paragraph):
+        return "the summary does not start with a word"
     return None
 
 
