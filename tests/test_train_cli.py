@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -188,3 +192,45 @@ def test_evaluate_runs_held_out_episodes_through_the_real_loop(
     [base] = json.loads(scores.read_text(encoding="utf-8"))["episodes"]["docstring"]
     assert base["label"] == "base" and base["episodes"] == 1 and base["not_run"] == 0
     assert base["succeeded"] + sum(base["problems"].values()) == 1
+
+
+def test_ctrl_c_lets_generate_write_the_examples_so_far(tmp_path: Path) -> None:
+    """A real process: the first Ctrl-C stops planning, lets the episode in flight finish
+    and writes every example journaled so far; the exit status says it was interrupted."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for module in ("statistics.py", "fractions.py", "textwrap.py"):
+        shutil.copy(stdlib / module, corpus / module)
+    data = tmp_path / "data"
+    journal = data / "docstring" / "episodes.jsonl"
+    command = [sys.executable, "-m", "remora", "train", "generate", "--agent", "docstring"]
+    process = subprocess.Popen(
+        [*command, "--corpus", str(corpus), "--data", str(data), "-j", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        if journal.is_file() and journal.read_text(encoding="utf-8").count("\n") >= 2:
+            break
+        time.sleep(0.2)
+    assert process.poll() is None, process.communicate()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=240)
+    assert process.returncode == 130, stderr
+    assert "interrupted during docstring" in stderr and "run the same command again" in stderr
+    report = json.loads((data / "docstring" / "report.json").read_text(encoding="utf-8"))
+    assert report["interrupted"] is True
+    journaled = [json.loads(line) for line in journal.read_text(encoding="utf-8").splitlines()]
+    assert not any("crashed" in item["reason"] for item in journaled)  # none cut short
+    assert len(journaled) < report["planned"] + 3  # it stopped planning soon after
+    written = sum(
+        len((data / "docstring" / name).read_text(encoding="utf-8").splitlines())
+        for name in ("train.jsonl", "validation.jsonl")
+    )
+    assert written == report["examples"] > 0
+    assert report["examples"] + report["duplicates"] == sum(
+        len(item["examples"]) for item in journaled if item["status"] == "kept"
+    )

@@ -94,7 +94,9 @@ def generate_command(
     """Record expert episodes through each agent's real tools, as training examples.
 
     A deterministic expert chooses every call on real code copied into scratch projects;
-    only episodes the agent's own expectation accepts are kept. Re-running resumes.
+    only episodes the agent's own expectation accepts are kept. Re-running resumes; Ctrl-C
+    lets the episodes in flight finish and writes every example so far (a second Ctrl-C
+    stops at once; the journal keeps what finished).
 
     Example: remora train generate --agent docstring --pinned --limit 400
     """
@@ -126,6 +128,7 @@ def generate_command(
         "time",
     ):
         table.add_column(column)
+    interrupted: str | None = None
     for name in _agents(agents):
         report = generate_traces(
             name,
@@ -148,8 +151,17 @@ def generate_command(
             str(sum(report.skipped.values())),
             f"{report.seconds:.0f} s",
         )
+        if report.interrupted:
+            interrupted = name
+            break
     console.print(table)
     err_console.print(f"examples written under {shown(str(data))}")
+    if interrupted is not None:
+        err_console.print(
+            f"interrupted during {interrupted}: the episodes in flight finished and every "
+            "example so far is written; run the same command again to resume"
+        )
+        raise typer.Exit(130)
 
 
 def _examples(

@@ -73,7 +73,7 @@ from remora.operations.base import (
     read_source,
 )
 from remora.operations.experts import Expert, ExpertError, MistakenCall
-from remora.orchestration import Job
+from remora.orchestration import Job, interrupt_on_sigint
 from remora.orchestration.job import open_job
 from remora.runner import AgentResult
 from remora.runner.history import estimate_tokens
@@ -107,6 +107,11 @@ class TraceReport(BaseModel):
     episodes_run: int = Field(description="Episodes the agent ran (this call and resumed).")
     episodes_kept: int
     resumed: int = Field(description="Episodes taken from an earlier, interrupted run.")
+    interrupted: bool = Field(
+        default=False,
+        description="Ctrl-C stopped it: the episodes in flight finished and every example "
+        "so far was written; the same command resumes.",
+    )
     skipped: dict[str, int] = Field(
         default_factory=dict, description="Why nodes got no episode (reason -> count)."
     )
@@ -742,12 +747,12 @@ async def _run_all(
     journal: TextIO,
     *,
     limit: int | None,
-    deadline: float | None,
+    late: Callable[[], bool],
     concurrency: int,
 ) -> int:
     """Run the episodes not already ``done``, ``concurrency`` at a time, until ``limit``
-    episodes ran or the ``deadline`` passed; each outcome is journaled as it comes.
-    Returns how many episodes were planned."""
+    episodes ran or ``late()`` (the deadline passed, or Ctrl-C); each outcome is journaled
+    as it comes. Returns how many episodes were planned."""
     queue: asyncio.Queue[tuple[PlannedEpisode, int] | None] = asyncio.Queue(maxsize=concurrency)
 
     async def worker() -> None:
@@ -767,9 +772,6 @@ async def _run_all(
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
     planned = 0
-
-    def late() -> bool:
-        return deadline is not None and time.monotonic() > deadline
 
     try:
         # The deadline is checked before planning the next episode: planning a file
@@ -861,11 +863,14 @@ async def generate_traces_async(
         order = list(files)
         random.Random(seed).shuffle(order)
         deadline = started + max_seconds if max_seconds is not None else None
+        interrupt = asyncio.Event()
+
+        def late() -> bool:
+            return interrupt.is_set() or (deadline is not None and time.monotonic() > deadline)
 
         def stopped() -> bool:
             """Planning stops too: past the deadline or the limit, no file is opened."""
-            late = deadline is not None and time.monotonic() > deadline
-            return late or (limit is not None and tally.ran() >= limit)
+            return late() or (limit is not None and tally.ran() >= limit)
 
         episodes = _interleave(
             _guarded(
@@ -875,16 +880,17 @@ async def generate_traces_async(
             for file in order
             if not stopped()
         )
-        planned = await _run_all(
-            session,
-            episodes,
-            done,
-            tally,
-            journal,
-            limit=limit,
-            deadline=deadline,
-            concurrency=concurrency,
-        )
+        with interrupt_on_sigint(interrupt):
+            planned = await _run_all(
+                session,
+                episodes,
+                done,
+                tally,
+                journal,
+                limit=limit,
+                late=late,
+                concurrency=concurrency,
+            )
 
     for item in journaled_unreached(done, tally.outcomes, files):
         tally.reused.add(item.id)
@@ -904,6 +910,7 @@ async def generate_traces_async(
         episodes_run=tally.ran(),
         episodes_kept=tally.kept(),
         resumed=len(tally.reused),
+        interrupted=interrupt.is_set(),
         recoveries=sum(o.recovers for o in outcomes if o.status == "kept"),
         deliberate_mistakes=sum(o.mistake for o in outcomes if o.status == "kept"),
         skipped=dict(tally.skipped.most_common()),
