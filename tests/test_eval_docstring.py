@@ -144,7 +144,8 @@ def test_remora_writes_the_original_words_and_no_filler(
     remora = _score(report, REMORA)
     assert remora.kind == "remora" and remora.error is None
     values = remora.values
-    assert values["coverage"] == 1.0
+    jobs = [(item.variant, item.statuses) for item in report.remora]
+    assert values["coverage"] == 1.0, (jobs, report.details["functions"])
     assert values["public_coverage"] == 1.0
     assert values["imports"] == 1.0
     assert values["rouge_l"] == pytest.approx(1.0)
