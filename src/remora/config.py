@@ -255,6 +255,12 @@ class RemoraConfig(_Section):
     def enabled_operations(self) -> list[str]:
         return [name for name, op in self.operations.items() if op.enabled]
 
+    def agent_of(self, operation: str) -> str:
+        """The agent that runs ``operation``: its ``agent`` setting, else the agent of the
+        same name."""
+        settings = self.operations.get(operation)
+        return (settings.agent if settings is not None else None) or operation
+
 
 DEFAULT_SOURCE = "default"
 

@@ -323,7 +323,7 @@ def operation_options(config: RemoraConfig, agent: SubagentDefinition) -> dict[s
     (the one of the same name first), or none when no operation does."""
     ranked = sorted(config.operations.items(), key=lambda item: item[0] != agent.name)
     for name, operation in ranked:
-        if (operation.agent or name) == agent.name:
+        if config.agent_of(name) == agent.name:
             return dict(operation.options)
     return {}
 

@@ -79,11 +79,7 @@ def _describe(check: AgentCheck, later: list[AgentCheck], config: RemoraConfig) 
     shadow = next(
         (other.source for other in later if other.definition and other.name == check.name), None
     )
-    operations = [
-        name
-        for name, operation in config.operations.items()
-        if (operation.agent or name) == check.name
-    ]
+    operations = [name for name in config.operations if config.agent_of(name) == check.name]
     return {
         "name": check.name,
         "path": str(check.path),

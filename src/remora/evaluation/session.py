@@ -119,8 +119,7 @@ class RemoraSession:
         """The LoRA adapter ``operation``'s agent runs with under this config and ``sets``
         (None: it runs on the base model, so a base-model row would repeat its run)."""
         config = self.config(project, sets)
-        settings = config.operations.get(operation)
-        name = (settings.agent if settings is not None else None) or operation
+        name = config.agent_of(operation)
         agent = self.agents.load(config.agents.dirs).get(name)
         return config.model.adapter_for(name, agent.model if agent is not None else None)
 

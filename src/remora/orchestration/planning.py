@@ -86,7 +86,7 @@ def plan_jobs(
                 )
             )
             continue
-        agent_name = settings.agent or operation
+        agent_name = config.agent_of(operation)
         agent = agents.get(agent_name)
         if agent is None:
             plan.problems.append(
