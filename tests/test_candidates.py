@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from remora.operations.characterize._candidates import Candidate, callable_params, candidate_inputs
+from remora.tools.capabilities.candidates import Candidate, callable_params, candidate_inputs
 
 
 def calls(candidates: list[Candidate]) -> list[tuple[list[Any], dict[str, Any], str]]:

@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from remora.errors import ToolError
-from remora.operations.characterize._arguments import module_scope
 from remora.operations.characterize.fixtures import (
     as_data,
     fixture,
@@ -25,6 +24,7 @@ from remora.operations.characterize.fixtures import (
 )
 from remora.operations.characterize.inputs import Observation, observe_cases
 from remora.tools.capabilities import CapabilityContext
+from remora.tools.capabilities.arguments import module_scope
 from tests.stores import capability_context, write_tree
 
 MODULE = '''"""Functions whose calls become fixtures."""

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from remora.operations.characterize._arguments import (
+from remora.tools.capabilities.arguments import (
     MAX_CASE_CHARS,
     Case,
     CaseError,

@@ -20,6 +20,7 @@ from remora.operations.docstring.grounding import (
     claimed_kinds,
     contradiction,
     observe,
+    observe_chosen,
     result_kinds,
     static_kinds,
 )
@@ -132,6 +133,58 @@ def test_evidence_shows_observed_calls_and_the_summaries_of_what_the_code_calls(
     assert "line_total(2.5, 4) returns 10.0" in evidence["text"]
     assert evidence["callees"] == ["cents: Round an amount of money to whole cents."]
     assert "cents: Round an amount of money to whole cents." in evidence["text"]
+
+
+SIGNS = """def shout(word, times=2):
+    if times < 0:
+        raise ValueError("times must not be negative")
+    return (word.upper() + "!") * times
+
+
+def divide(total, parts):
+    return total // parts
+"""
+
+
+@pytest.fixture
+def signs(tmp_path: Path) -> CapabilityContext:
+    """A module nobody calls and whose returns do not say what they give."""
+    root = write_tree(tmp_path / "proj", {"signs/__init__.py": "", "signs/words.py": SIGNS})
+    return capability_context(root, {"options": {"style": "google", "describe": True}})
+
+
+def test_where_the_project_shows_nothing_the_host_calls_with_values_it_chooses(
+    signs: CapabilityContext,
+) -> None:
+    evidence = docstring_evidence(signs, "signs/words.py", "shout")
+    assert evidence["observed"] == []
+    assert evidence["chosen"], evidence["text"]
+    assert all(line.startswith("shout(") for line in evidence["chosen"])
+    assert any(" returns '" in line for line in evidence["chosen"])
+    assert "with values of its own choosing:" in evidence["text"]
+    assert "shout('abc', 2) returns 'ABC!ABC!'" in evidence["chosen"]
+    # times=-1 (the edge of the comparison) raised: a chosen value that raised says more of
+    # the choice than of the code, so it is not shown
+    assert not any(line.startswith("shout('a', -1)") for line in evidence["chosen"])
+    # what it returned is the kind the summary is checked against; types are not taken
+    refused = docstring_write(signs, "signs/words.py", "shout", "Return the number of words.")
+    assert refused["summary_problem"] == "wrong_kind"
+    written = docstring_write(signs, "signs/words.py", "shout", "Shout the word a few times.")
+    assert written["written"] is True
+    assert "word (str)" not in read_file(signs, "signs/words.py")
+
+
+def test_calls_that_only_raise_give_no_evidence(signs: CapabilityContext) -> None:
+    node = next(
+        item
+        for item in ast.parse(SIGNS).body
+        if isinstance(item, ast.FunctionDef) and item.name == "divide"
+    )
+    # the host's values for total and parts are a number and a list: every call raises
+    chosen = observe_chosen(signs, "signs/words.py", "divide", node, SIGNS)
+    assert (chosen.lines, chosen.kinds) == ([], set())
+    evidence = docstring_evidence(signs, "signs/words.py", "divide")
+    assert "values of its own choosing" not in evidence["text"]
 
 
 def test_callees_defined_in_the_same_module_are_summarized(tmp_path: Path) -> None:

@@ -15,14 +15,6 @@ from typing import Any
 
 import pytest
 
-from remora.operations.characterize._arguments import (
-    CaseError,
-    check_value,
-    exception_name,
-    module_scope,
-    parse_case,
-)
-from remora.operations.characterize._candidates import candidate_inputs
 from remora.operations.characterize.characterization import (
     run_characterization_tests,
     write_characterization_tests,
@@ -30,6 +22,14 @@ from remora.operations.characterize.characterization import (
 from remora.operations.characterize.fixtures import as_data, fixture, write_fixtures
 from remora.operations.characterize.inputs import Observation, draft, observe_cases, propose_cases
 from remora.tools.capabilities import CapabilityContext
+from remora.tools.capabilities.arguments import (
+    CaseError,
+    check_value,
+    exception_name,
+    module_scope,
+    parse_case,
+)
+from remora.tools.capabilities.candidates import candidate_inputs
 from tests.stores import capability_context, write_tree
 
 PATH = "pkg/mod.py"

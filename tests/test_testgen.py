@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from remora.operations.characterize import _testgen as testgen
-from remora.operations.characterize._arguments import public_names
 from remora.operations.characterize._testgen import MARKER, Behaviour, render_tests
+from remora.tools.capabilities.arguments import public_names
 
 MODULE = '''"""A module whose behaviour the generated tests pin."""
 

@@ -24,16 +24,6 @@ from typing import Any
 from remora import pyast
 from remora.errors import ToolError
 from remora.module_union import union_modules
-from remora.operations.characterize._arguments import (
-    MAX_CASE_CHARS,
-    Case,
-    CaseError,
-    Scope,
-    check_value,
-    exception_name,
-    parse_case,
-)
-from remora.operations.characterize._candidates import EMPTY_VALUES
 from remora.operations.characterize._coverage import (
     FunctionCoverage,
     file_entry,
@@ -62,6 +52,16 @@ from remora.operations.characterize.inputs import (
     nothing_as_data,
     observe_cases,
 )
+from remora.tools.capabilities.arguments import (
+    MAX_CASE_CHARS,
+    Case,
+    CaseError,
+    Scope,
+    check_value,
+    exception_name,
+    parse_case,
+)
+from remora.tools.capabilities.candidates import EMPTY_VALUES
 from remora.tools.capabilities.project import is_test_file, module_names, module_tests
 from remora.tools.capabilities.pytest_runner import parse_junit
 from remora.tools.capabilities.registry import CapabilityContext, capability

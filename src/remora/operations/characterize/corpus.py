@@ -28,7 +28,6 @@ from remora.operations.base import (
     file_nodes,
     stable_draw,
 )
-from remora.operations.characterize._candidates import candidate_inputs
 from remora.operations.characterize.expert import (
     MAX_CASE_CHARS,
     SampleDataExpert,
@@ -37,6 +36,7 @@ from remora.operations.characterize.expert import (
 )
 from remora.operations.characterize.inputs import HOST_LIMIT
 from remora.operations.experts import Expert
+from remora.tools.capabilities.candidates import candidate_inputs
 
 if TYPE_CHECKING:
     from remora.model.base import ToolCall

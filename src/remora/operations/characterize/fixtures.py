@@ -7,7 +7,7 @@ Each fixture is one argument list that called the function without an argument e
 expression to evaluate with the module's public names in scope; a result that has no such
 expression is left out, with the reason. Whoever loads the file evaluates those expressions on
 their own machine, so each is re-emitted by the host from what it can prove is data (see
-:mod:`._arguments`), never copied from the sandbox's report; data that merely looks like a
+:mod:`.arguments`), never copied from the sandbox's report; data that merely looks like a
 marker (a dict with a ``"$python"`` key) is written as an expression too.
 
 Codes: TOOL_104 an unknown format, TOOL_705 nothing observed yet or no usable fixture.
@@ -24,14 +24,6 @@ import yaml
 
 from remora import pyast
 from remora.errors import ToolError
-from remora.operations.characterize._arguments import (
-    MAX_CASE_CHARS,
-    Case,
-    CaseError,
-    Scope,
-    check_value,
-    parse_case,
-)
 from remora.operations.characterize.inputs import (
     Observation,
     draft,
@@ -39,6 +31,14 @@ from remora.operations.characterize.inputs import (
     load_target,
     nothing_as_data,
     observe_cases,
+)
+from remora.tools.capabilities.arguments import (
+    MAX_CASE_CHARS,
+    Case,
+    CaseError,
+    Scope,
+    check_value,
+    parse_case,
 )
 from remora.tools.capabilities.project import module_names
 from remora.tools.capabilities.registry import CapabilityContext, capability

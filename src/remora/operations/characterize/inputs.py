@@ -1,6 +1,6 @@
 """Candidate inputs, executed: the machinery the test and sample_data agents share.
 
-For one function, argument sets come from the host (:mod:`._candidates`: doctests, call
+For one function, argument sets come from the host (:mod:`.candidates`: doctests, call
 sites, tests, defaults, literals, annotations, names) and from the model's proposals
 (:func:`propose_cases`). :func:`observe_cases` runs every set in the isolated runner, twice
 with different hash seeds, and keeps what it saw: the returned value (its repr, type, and
@@ -23,7 +23,9 @@ from pydantic import BaseModel
 
 from remora import pyast
 from remora.errors import ToolError
-from remora.operations.characterize._arguments import (
+from remora.operations.characterize._coverage import function_span
+from remora.operations.characterize._mutation import MutationReport
+from remora.tools.capabilities.arguments import (
     Case,
     CaseError,
     Scope,
@@ -31,9 +33,7 @@ from remora.operations.characterize._arguments import (
     parse_case,
     public_names,
 )
-from remora.operations.characterize._candidates import candidate_inputs
-from remora.operations.characterize._coverage import function_span
-from remora.operations.characterize._mutation import MutationReport
+from remora.tools.capabilities.candidates import candidate_inputs
 from remora.tools.capabilities.observe import CASE_TIMEOUT, observe_in
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.signature import describe, method_kind, resolve
@@ -208,7 +208,8 @@ class Target:
 
     @property
     def allowed(self) -> Scope:
-        """What a case may name, resolved from the source (see :class:`._arguments.Scope`)."""
+        """What a case may name, resolved from the source (see
+        :class:`remora.tools.capabilities.arguments.Scope`)."""
         return module_scope(self.source)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from remora.errors import ToolError
+from remora.tools.capabilities.candidates import candidate_inputs
 from remora.tools.capabilities.observe import observe_calls
 from remora.tools.capabilities.project import is_test_file
 from remora.tools.capabilities.pysource import find_definition
@@ -123,11 +124,10 @@ def observe(
     instance or builds one."""
     if "." in qualname:
         return Observed()
-    name = qualname
     cases: list[dict[str, Any]] = []
     shown: list[str] = []
     for line in calls:
-        for call in _calls_of(line, name):
+        for call in _calls_of(line, qualname):
             text = ast.unparse(call)
             if text in shown:
                 continue
@@ -144,6 +144,51 @@ def observe(
                 break
         if len(cases) >= MAX_OBSERVED:
             break
+    return _run(ctx, relative, qualname, node, cases, shown)
+
+
+def observe_chosen(
+    ctx: CapabilityContext, relative: str, qualname: str, node: ast.AST, source: str
+) -> Observed:
+    """Where the project's own calls showed nothing: run argument lists the host chooses
+    from the module alone (the test agent's candidates: defaults, values the body compares
+    a parameter with, values typical of a parameter's name; :func:`candidate_inputs`) and
+    keep the calls that returned. A chosen value that raises says more of the choice than
+    of the function, so those are left out; so are the argument types, which say what the
+    host chose, not what the function takes."""
+    if "." in qualname:
+        return Observed()
+    try:
+        found = candidate_inputs(source, qualname, {}, limit=MAX_OBSERVED)
+    except (ValueError, SyntaxError, RecursionError):
+        return Observed()
+    cases = [
+        {
+            "id": number,
+            "args": list(candidate.args),
+            "kwargs": [[key, value] for key, value in candidate.kwargs.items()],
+            "receiver": None,
+        }
+        for number, candidate in enumerate(found)
+    ]
+    shown = [f"{qualname}({candidate.case.text})" for candidate in found]
+    observed = _run(ctx, relative, qualname, node, cases, shown, returned_only=True)
+    observed.param_types = {}
+    observed.return_type = None
+    return observed
+
+
+def _run(
+    ctx: CapabilityContext,
+    relative: str,
+    qualname: str,
+    node: ast.AST,
+    cases: list[dict[str, Any]],
+    shown: list[str],
+    returned_only: bool = False,
+) -> Observed:
+    """Run ``cases`` (written ``shown``) in the sandbox and record what they did; with
+    ``returned_only`` a call that raised is not recorded."""
     if not cases:
         return Observed()
     try:
@@ -166,7 +211,7 @@ def observe(
             returns.add(_value_type(returned))
             what = "yields" if returned.get("kind") == "iterator" else "returns"
             observed.lines.append(f"{call_text} {what} {_short(returned['repr'])}")
-        elif "raised" in record:
+        elif "raised" in record and not returned_only:
             raised = record["raised"]
             observed.lines.append(
                 f"{call_text} raises {raised['type']}: {_short(raised['message'])}"

@@ -49,6 +49,7 @@ from remora.operations.docstring.grounding import (
     callee_summaries,
     examples,
     observe,
+    observe_chosen,
     static_kinds,
 )
 from remora.tools.capabilities.pysource import locate, parse_python
@@ -74,7 +75,8 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     the current docstring already describes (kept unless rewritten);
     ``raises`` maps raised exceptions to the raise statement's message; ``calls`` are lines
     of the project that call the name (tests first); ``observed`` what those calls (and the
-    docstring's examples) returned when run; ``callees`` the summaries of what it calls;
+    docstring's examples) returned when run; ``chosen`` what calls with values the host
+    chose returned, where those showed nothing; ``callees`` the summaries of what it calls;
     ``text`` renders it all for the model.
     """
     relative, text = read_text(ctx, path)
@@ -107,6 +109,9 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     if grounding.observed.lines:
         lines.append("What those calls returned when the host ran them:")
         lines.extend(f"  {line}" for line in grounding.observed.lines)
+    if grounding.chosen.lines:
+        lines.append("What it returned when the host called it with values of its own choosing:")
+        lines.extend(f"  {line}" for line in grounding.chosen.lines)
     if grounding.callees:
         lines.append("It calls:")
         lines.extend(f"  {line}" for line in grounding.callees)
@@ -116,6 +121,7 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
         "raises": {name: messages.get(name) for name in info["raises"]},
         "calls": calls,
         "observed": grounding.observed.lines,
+        "chosen": grounding.chosen.lines,
         "callees": grounding.callees,
         "text": "\n".join(lines),
     }
@@ -149,7 +155,7 @@ def docstring_write(
         sorted(set(_IDENTIFIER.findall(text)) | set(dir(builtins))),
         sorted(grounding.kinds),
         "\n".join(text.splitlines()[located.node.lineno - 1 : located.node.end_lineno]),
-        sorted(grounding.observed.item_kinds),
+        sorted(grounding.item_kinds),
     )
     if not checked_summary["ok"]:
         refused = _refused(ctx, relative, qualname)
@@ -337,12 +343,16 @@ def _checked(ctx: CapabilityContext, relative: str, qualname: str, text: str) ->
 @dataclass
 class Grounding:
     """What the host knows of one definition's behaviour: the project's calls as run, the
-    summaries of what it calls, the kinds of result it returns (observed, else stated by
-    every ``return``) and the types its parameters and result were seen with."""
+    calls the host chose itself where those showed nothing (``chosen``), the summaries of
+    what it calls, the kinds of result it returns and of the items of what it returns
+    (observed, else stated by every ``return``, else seen in the chosen calls) and the types
+    its parameters and result were seen with in the project's calls."""
 
     observed: Observed
+    chosen: Observed
     callees: list[str]
     kinds: set[str]
+    item_kinds: set[str]
     types: dict[str, str]
 
 
@@ -361,12 +371,28 @@ def _grounding(
     observed = observe(
         ctx, relative, qualname, located.node, [*examples(located.node), *(calls or [])]
     )
-    kinds = observed.kinds or static_kinds(located.node) or set()
+    chosen = (
+        Observed()
+        if observed.kinds
+        else observe_chosen(ctx, relative, qualname, located.node, text)
+    )
+    stated = static_kinds(located.node)
+    if observed.kinds:
+        kinds, item_kinds = observed.kinds, observed.item_kinds
+    elif stated:
+        kinds, item_kinds = stated, set()
+    else:
+        kinds, item_kinds = chosen.kinds, chosen.item_kinds
     types = dict(observed.param_types)
     if observed.return_type and observed.return_type != "None":
         types[RETURN_KEY] = observed.return_type
     cache[key] = Grounding(
-        observed, callee_summaries(ctx, relative, tree, located.node), kinds, types
+        observed,
+        chosen,
+        callee_summaries(ctx, relative, tree, located.node),
+        kinds,
+        item_kinds,
+        types,
     )
     return cache[key]
 

@@ -2,7 +2,7 @@
 
 A characterization agent runs these calls and records what it sees, and writes the ones worth
 keeping into a test, so every argument is Python source the host can prove is data (see
-:mod:`._arguments`): literals, and for parameters the function calls, small lambdas or
+:mod:`.arguments`): literals, and for parameters the function calls, small lambdas or
 builtins; a candidate that is not (a call site passing ``os.environ``) is left out. The code
 analysed is only parsed, never imported. Sources, most trusted first:
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from remora import pyast
-from remora.operations.characterize._arguments import (
+from remora.tools.capabilities.arguments import (
     Case,
     CaseError,
     Scope,
