@@ -185,6 +185,10 @@ def test_calls_that_only_raise_give_no_evidence(signs: CapabilityContext) -> Non
     assert (chosen.lines, chosen.kinds) == ([], set())
     evidence = docstring_evidence(signs, "signs/words.py", "divide")
     assert "values of its own choosing" not in evidence["text"]
+    # only plain functions are called with chosen values: not a class, not a coroutine
+    for definition in ("class shout:\n    pass", "async def shout(word, times=2):\n    pass"):
+        other = ast.parse(definition).body[0]
+        assert observe_chosen(signs, "signs/words.py", "shout", other, SIGNS).lines == []
 
 
 def test_callees_defined_in_the_same_module_are_summarized(tmp_path: Path) -> None:

@@ -155,8 +155,9 @@ def observe_chosen(
     a parameter with, values typical of a parameter's name; :func:`candidate_inputs`) and
     keep the calls that returned. A chosen value that raises says more of the choice than
     of the function, so those are left out; so are the argument types, which say what the
-    host chose, not what the function takes."""
-    if "." in qualname:
+    host chose, not what the function takes. Only plain functions are called so: a method
+    needs an instance, a class call builds one, a coroutine function returns a coroutine."""
+    if "." in qualname or not isinstance(node, ast.FunctionDef):
         return Observed()
     try:
         found = candidate_inputs(source, qualname, {}, limit=MAX_OBSERVED)
