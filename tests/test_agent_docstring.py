@@ -207,6 +207,26 @@ def test_when_no_summary_is_usable_the_job_fails_and_changes_nothing(project: Pa
     assert "The summary is left for the person." in outcome.tool_summaries[3]
 
 
+def test_a_model_that_repeats_a_refused_summary_is_not_asked_for_the_hosts_steps(
+    project: Path,
+) -> None:
+    """A small model answering greedily repeats the summary the host refused. Once the
+    repeat guard blocks write_docstring, only host steps are left: the host submits (the
+    docstring left for the person), and the model is never asked to read the signature or
+    to submit."""
+    refused = call("write_docstring", summary="def apply_discount(price_cents, percent):")
+    outcome = run_operation(
+        project, "docstring", "prices.py", [refused] * 6, qualname="apply_discount"
+    )
+    assert outcome.result.status == "failed"
+    assert "left for you" in (outcome.result.error or "")
+    assert outcome.changed == {}
+    assert outcome.model_calls == 3  # the summary, then the same summary twice
+    assert all(request.allowed_tools == ["write_docstring"] for request in outcome.requests)
+    assert outcome.result.telemetry.stall_triggers.get("host_finish") == 1
+    assert outcome.result.telemetry.host_steps == 2  # read_signature, then submit_result
+
+
 def test_without_the_model_the_host_writes_what_it_can(project: Path) -> None:
     """Without the model the host writes no summary of its own: the job fails, changes
     nothing and says the summary is left for the person."""

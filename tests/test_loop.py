@@ -411,6 +411,59 @@ def test_max_turns_ends_with_a_submit_only_turn() -> None:
     assert outcome.result.telemetry.turns == 3
 
 
+HOST_SUBMIT = LoopTool(spec("submit_result", {"summary": {"type": "string"}}), "terminal", True)
+"""A submit the host takes: its verdict, not the model's claim, says what was done."""
+
+
+def _verdict(status: str) -> ToolResult:
+    return ToolResult(
+        outcome="success", summary=status, result={"status": status, "summary": "host verdict"}
+    )
+
+
+@pytest.mark.parametrize(
+    ("script", "settings"),
+    [
+        ([call("read_file", path=f"{n}.py") for n in range(2)], LoopSettings(max_turns=2)),
+        (["no idea"] * 2, LoopSettings(max_turns=10, max_requeries=1)),
+    ],
+    ids=["turn limit", "unusable replies"],
+)
+def test_a_closing_turn_with_a_host_submit_is_the_hosts(
+    script: list[Step], settings: LoopSettings
+) -> None:
+    """At the turn limit or after too many unusable replies the model used to be asked to
+    submit; where the submit is a host step the host submits, and its verdict stands."""
+    invoker = make_tools(Workspace(), submit_result=_verdict("partial"))
+    outcome = run(script, settings=settings, tools=[READ_FILE, HOST_SUBMIT], invoker=invoker)
+    assert outcome.result.status == "partial"
+    assert outcome.result.summary == "host verdict"
+    assert outcome.tools.calls[-1] == ("submit_result", {})
+    assert all(r.allowed_tools != ["submit_result"] for r in outcome.model.requests)
+    assert outcome.guards()[-1] == "host_finish"
+    assert len(outcome.model.requests) == len(script)
+
+
+def test_a_blocked_repeat_that_leaves_only_host_steps_ends_with_the_hosts_submit() -> None:
+    """The model repeats its one call until the repeat guard blocks it; what is left is the
+    host's, so the host submits instead of asking the model for it."""
+    invoker = make_tools(Workspace(), submit_result=_verdict("failed"))
+    tools = [APPLY_FIX, HOST_SUBMIT]
+    outcome = run([call("apply_fix", code="F401", line=1)] * 5, tools=tools, invoker=invoker)
+    assert len(outcome.model.requests) == 3
+    assert outcome.guards() == ["repeat", "repeat", "repeat_force", "host_finish"]
+    assert outcome.tools.names() == ["apply_fix", "submit_result"]
+    assert outcome.result.status == "failed"
+
+
+def test_a_model_submit_is_still_asked_of_the_model() -> None:
+    """Where the agent leaves the submit to the model, a blocked repeat leaves it that."""
+    outcome = run([call("apply_fix", code="F401", line=1)] * 3 + [SUBMIT_OK])
+    assert outcome.model.requests[-1].allowed_tools == ["read_file", "run_linter", "submit_result"]
+    assert "host_finish" not in outcome.guards()
+    assert outcome.result.status == "success"
+
+
 def test_run_that_never_submits_still_ends_with_a_structured_result() -> None:
     model = ScriptedModel([call("read_file", path="a.py")], repeat_last=True)
     outcome = run([], model=model, settings=LoopSettings(max_turns=2, max_requeries=1))

@@ -27,6 +27,9 @@ READ_ONLY_FORCE = "read_only_force"
 REQUERY = "requery"
 MISTAKE_LIMIT = "mistake_limit"
 MAX_TURNS = "max_turns"
+HOST_FINISH = "host_finish"
+"""Not a guard of its own: the loop's note that the guards left the model only host steps,
+so the host submitted (see ``AgentLoop._left_to_host``)."""
 
 _CYCLE_PERIODS = (2, 3)
 _SEQUENCE_LIMIT = 12

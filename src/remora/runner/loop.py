@@ -41,7 +41,14 @@ from remora.model.base import (
     ToolSpec,
 )
 from remora.runner.catalog import LoopTool, ToolCatalog, ToolInvoker
-from remora.runner.guards import REQUERY, CallRecord, GuardFiring, Guards, call_signature
+from remora.runner.guards import (
+    HOST_FINISH,
+    REQUERY,
+    CallRecord,
+    GuardFiring,
+    Guards,
+    call_signature,
+)
 from remora.runner.history import History, TokenCounter, estimate_tokens
 from remora.runner.parsing import ParseResult, parse_response
 from remora.runner.result import AgentResult, AgentTelemetry, TimelineEntry
@@ -227,6 +234,10 @@ class AgentLoop:
             if plan.stop is not None:
                 return self._failed(plan.stop)
             narrowed = self._narrowed(plan.allowed)
+            if self._left_to_host(narrowed):
+                finished = await self._host_finish(turn)
+                if finished is not None:
+                    return finished
             allowed = list(narrowed) if narrowed is not None else None
             request = self._fitted(
                 ModelRequest(
@@ -265,6 +276,25 @@ class AgentLoop:
                 finished = await self._host_steps(turn)
             if finished is not None:
                 return finished
+
+    def _left_to_host(self, allowed: tuple[str, ...] | None) -> bool:
+        """Whether the guards left the model nothing but host steps, the submit among them
+        (its repeated call blocked, or a closing turn): the model is never asked for a step
+        the host takes."""
+        host = self.catalog.host_steps
+        return (
+            allowed is not None and SUBMIT_TOOL in allowed and all(name in host for name in allowed)
+        )
+
+    async def _host_finish(self, turn: int) -> AgentResult | None:
+        """The host submits in the model's place: its verdict says what was really done.
+        None when the submit was refused (the model is then asked, as before)."""
+        why = self.guards.closing_reason or "the model's own calls are blocked"
+        self._fire(
+            turn, [GuardFiring(HOST_FINISH, f"only host steps left ({why}); the host submits")]
+        )
+        self.next_tools = [SUBMIT_TOOL]
+        return await self._host_steps(turn)
 
     async def _host_steps(self, turn: int) -> AgentResult | None:
         """Take the steps whose call follows from the state: while the last result names a
