@@ -143,6 +143,10 @@ SIGNS = """def shout(word, times=2):
 
 def divide(total, parts):
     return total // parts
+
+
+def constant(value=0):
+    return lambda: value
 """
 
 
@@ -162,6 +166,9 @@ def test_where_the_project_shows_nothing_the_host_calls_with_values_it_chooses(
     assert all(line.startswith("shout(") for line in evidence["chosen"])
     assert any(" returns '" in line for line in evidence["chosen"])
     assert "with values of its own choosing:" in evidence["text"]
+    # a result shown by its default repr is shown without its address
+    returned = docstring_evidence(signs, "signs/words.py", "constant")["chosen"]
+    assert returned[0] == "constant(0) returns <function constant.<locals>.<lambda>>", returned
     assert "shout('abc', 2) returns 'ABC!ABC!'" in evidence["chosen"]
     # times=-1 (the edge of the comparison) raised: a chosen value that raised says more of
     # the choice than of the code, so it is not shown

@@ -34,6 +34,7 @@ MAX_CALL_CHARS = 160
 _MAX_FILES = 200
 """Files read when looking for call lines (tests first), so a large project stays quick."""
 _SHOWN = 70
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclass
@@ -334,7 +335,9 @@ def _item_kinds(returned: dict[str, Any]) -> set[str]:
 
 
 def _short(text: str) -> str:
-    flat = " ".join(str(text).split())
+    """One line of at most :data:`_SHOWN` characters, without memory addresses (``<function
+    identity at 0x7f...>``), which differ from run to run and mean nothing to the reader."""
+    flat = _ADDRESS.sub("", " ".join(str(text).split()))
     return flat if len(flat) <= _SHOWN else flat[:_SHOWN] + "..."
 
 
