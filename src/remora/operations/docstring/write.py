@@ -76,8 +76,11 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     ``raises`` maps raised exceptions to the raise statement's message; ``calls`` are lines
     of the project that call the name (tests first); ``observed`` what those calls (and the
     docstring's examples) returned when run; ``chosen`` what calls with values the host
-    chose returned, where those showed nothing; ``callees`` the summaries of what it calls;
-    ``text`` renders it all for the model.
+    chose returned, where those showed nothing (they give the kind of result the summary is
+    checked against, but ``text`` leaves them out: the host's values are the plainest of
+    each kind, and shown to the model they led its words astray, "Convert a number to an
+    int." for a function seen turning -1 into '-1'); ``callees`` the summaries of what it
+    calls; ``text`` renders the rest for the model.
     """
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
@@ -109,9 +112,6 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     if grounding.observed.lines:
         lines.append("What those calls returned when the host ran them:")
         lines.extend(f"  {line}" for line in grounding.observed.lines)
-    if grounding.chosen.lines:
-        lines.append("What it returned when the host called it with values of its own choosing:")
-        lines.extend(f"  {line}" for line in grounding.chosen.lines)
     if grounding.callees:
         lines.append("It calls:")
         lines.extend(f"  {line}" for line in grounding.callees)
