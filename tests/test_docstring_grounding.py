@@ -157,42 +157,50 @@ def signs(tmp_path: Path) -> CapabilityContext:
     return capability_context(root, {"options": {"style": "google", "describe": True}})
 
 
+def _node(name: str) -> ast.FunctionDef:
+    return next(
+        item
+        for item in ast.parse(SIGNS).body
+        if isinstance(item, ast.FunctionDef) and item.name == name
+    )
+
+
 def test_where_the_project_shows_nothing_the_host_calls_with_values_it_chooses(
     signs: CapabilityContext,
 ) -> None:
+    chosen = observe_chosen(signs, "signs/words.py", "shout", _node("shout"), SIGNS)
+    assert "shout('abc', 2) returns 'ABC!ABC!'" in chosen.lines
+    assert chosen.kinds == {"text"}
+    # times=-1 (the edge of the comparison) raised: a chosen value that raised says more of
+    # the choice than of the code, so it is not recorded; nor are the types it chose
+    assert not any(line.startswith("shout('a', -1)") for line in chosen.lines)
+    assert (chosen.param_types, chosen.return_type) == ({}, None)
+    # a result known by its default repr is recorded without its address
+    made = observe_chosen(signs, "signs/words.py", "constant", _node("constant"), SIGNS)
+    assert made.lines == ["constant(0) returns <function constant.<locals>.<lambda>>"]
+
+
+def test_the_chosen_calls_judge_the_summary_but_are_not_shown(signs: CapabilityContext) -> None:
     evidence = docstring_evidence(signs, "signs/words.py", "shout")
     assert evidence["observed"] == []
-    assert evidence["chosen"], evidence["text"]
-    assert all(line.startswith("shout(") for line in evidence["chosen"])
-    assert any(" returns '" in line for line in evidence["chosen"])
-    # the model is not shown them: the plainest values of each kind led its words astray
-    assert not any(line in evidence["text"] for line in evidence["chosen"])
-    # a result shown by its default repr is shown without its address
-    returned = docstring_evidence(signs, "signs/words.py", "constant")["chosen"]
-    assert returned[0] == "constant(0) returns <function constant.<locals>.<lambda>>", returned
-    assert "shout('abc', 2) returns 'ABC!ABC!'" in evidence["chosen"]
-    # times=-1 (the edge of the comparison) raised: a chosen value that raised says more of
-    # the choice than of the code, so it is not shown
-    assert not any(line.startswith("shout('a', -1)") for line in evidence["chosen"])
-    # what it returned is the kind the summary is checked against; types are not taken
+    # the plainest values of each kind led the model's words astray: not in its prompt
+    assert "ABC!" not in evidence["text"]
+    assert "returned" not in evidence["text"]
+    # what they returned is the kind the summary is checked against
     refused = docstring_write(signs, "signs/words.py", "shout", "Return the number of words.")
     assert refused["summary_problem"] == "wrong_kind"
+    assert "seen returning text" in refused["detail"]
     written = docstring_write(signs, "signs/words.py", "shout", "Shout the word a few times.")
     assert written["written"] is True
     assert "word (str)" not in read_file(signs, "signs/words.py")
+    assert result_kinds(signs, "signs/words.py", "shout") == ({"text"}, set())
 
 
 def test_calls_that_only_raise_give_no_evidence(signs: CapabilityContext) -> None:
-    node = next(
-        item
-        for item in ast.parse(SIGNS).body
-        if isinstance(item, ast.FunctionDef) and item.name == "divide"
-    )
     # the host's values for total and parts are a number and a list: every call raises
-    chosen = observe_chosen(signs, "signs/words.py", "divide", node, SIGNS)
+    chosen = observe_chosen(signs, "signs/words.py", "divide", _node("divide"), SIGNS)
     assert (chosen.lines, chosen.kinds) == ([], set())
-    evidence = docstring_evidence(signs, "signs/words.py", "divide")
-    assert evidence["chosen"] == []
+    assert result_kinds(signs, "signs/words.py", "divide") == (set(), set())
     # only plain functions are called with chosen values: not a class, not a coroutine
     for definition in ("class shout:\n    pass", "async def shout(word, times=2):\n    pass"):
         other = ast.parse(definition).body[0]
@@ -311,10 +319,13 @@ def test_an_accepted_summary_gets_the_observed_types_in_its_sections(
     assert docstring_verdict(ctx, path, "parse_date")["status"] == "success"
 
 
-def test_result_kinds_judge_by_observation_else_by_returns(ctx: CapabilityContext) -> None:
+def test_result_kinds_judge_by_observation_else_by_returns_else_by_chosen_calls(
+    ctx: CapabilityContext,
+) -> None:
     assert result_kinds(ctx, "billing/invoices.py", "parse_date") == ({"date"}, set())
     assert result_kinds(ctx, "billing/invoices.py", "label") == ({"text"}, set())
-    assert result_kinds(ctx, "billing/invoices.py", "increment") == (set(), set())
+    # nobody calls increment and `x + 1` does not say: the host's own calls of it do
+    assert result_kinds(ctx, "billing/invoices.py", "increment") == ({"number"}, set())
 
 
 def test_claims_about_the_items_of_a_sequence_are_checked_too() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from remora.evaluation.functions import FunctionRef
 from remora.evaluation.report import OperationReport, Score
 from remora.model.base import ModelRequest, ToolCall
 from remora.operations.docstring._format import name_summary
@@ -19,6 +20,10 @@ from remora.operations.docstring.evaluation import (
     HOST_ONLY,
     REFERENCE,
     REMORA,
+    Chosen,
+    FunctionResult,
+    Measurement,
+    add_meaning,
     documented_params,
     evaluate,
     public_docstrings,
@@ -294,3 +299,22 @@ def test_public_docstrings_counts_like_interrogate() -> None:
     )
     # Counted: the module, f, C, C.m, C.D, g; documented: the module, C, C.m.
     assert public_docstrings(tree) == (3, 6)
+
+
+def test_a_contradicted_summary_scores_no_meaning() -> None:
+    """Close words with the wrong kind of result are a wrong docstring, worse than none: its
+    meaning counts 0, while the same words without the contradiction score."""
+    chosen = [Chosen(FunctionRef("days.py", "overdue"), ("due",), "Count the days overdue.")]
+    rows = []
+    for contradicted in ("it says the result is a string", None):
+        result = FunctionResult(
+            has_docstring=True,
+            summary="Return the days overdue as a string.",
+            contradiction=contradicted,
+        )
+        rows.append(Measurement([result], 1, 1, 1, 1, True, True, []))
+    assert add_meaning(chosen, rows) == ""
+    wrong, right = (row.functions[0].meaning for row in rows)
+    assert wrong == 0.0
+    assert right > 0.5
+    assert rows[0].values()["meaning"] == 0.0

