@@ -6,7 +6,9 @@ and types of their arguments and results; and the summaries of the project funct
 calls. The same observations check the model's words: a summary that says the function
 returns a string when it was seen to return an int is refused (:func:`contradiction`).
 Where nothing was observed, the kinds every ``return`` statement states are used; where the
-code does not say either, nothing is claimed for it and nothing is refused.
+code does not say either, the host calls the function with values it chooses itself
+(:func:`observe_chosen`) and judges by what those returned; where nothing returns, nothing
+is claimed for it and nothing is refused (:func:`judged_kinds`).
 """
 
 from __future__ import annotations
