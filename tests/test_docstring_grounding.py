@@ -135,7 +135,10 @@ def test_evidence_shows_observed_calls_and_the_summaries_of_what_the_code_calls(
     assert "cents: Round an amount of money to whole cents." in evidence["text"]
 
 
-SIGNS = """def shout(word, times=2):
+SIGNS = """import datetime
+
+
+def shout(word, times=2):
     if times < 0:
         raise ValueError("times must not be negative")
     return (word.upper() + "!") * times
@@ -147,6 +150,10 @@ def divide(total, parts):
 
 def constant(value=0):
     return lambda: value
+
+
+def later(days=1):
+    return datetime.timedelta(days=days)
 """
 
 
@@ -194,6 +201,7 @@ def test_the_chosen_calls_judge_the_summary_but_are_not_shown(signs: CapabilityC
     assert written["written"] is True
     assert "word (str)" not in read_file(signs, "signs/words.py")
     assert result_kinds(signs, "signs/words.py", "shout") == ({"text"}, set())
+    assert result_kinds(signs, "signs/words.py", "later") == ({"timedelta"}, set())
 
 
 def test_calls_that_only_raise_give_no_evidence(signs: CapabilityContext) -> None:
@@ -234,6 +242,10 @@ def test_callees_defined_in_the_same_module_are_summarized(tmp_path: Path) -> No
         ("Return the string length.", set()),
         ("Return the ordinal of a number.", set()),
         ("Convert a number to a string.", {"text"}),
+        # what the shipped adapter wrote for humanize's naturaldelta and precisedelta
+        ("Convert a datetime into a timedelta.", {"timedelta"}),
+        ("Return a datetime value as a timedelta.", {"timedelta"}),
+        ("Return the number of seconds in a timedelta.", {"number"}),
     ],
 )
 def test_the_result_a_summary_claims(summary: str, claimed: set[str]) -> None:
@@ -242,6 +254,8 @@ def test_the_result_a_summary_claims(summary: str, claimed: set[str]) -> None:
 
 def test_a_claim_is_refused_only_when_it_contradicts_what_was_observed() -> None:
     assert contradiction("Parse a date into a string.", {"date"}) is not None
+    assert contradiction("Convert a datetime into a timedelta.", {"text"}) is not None
+    assert contradiction("Return the time left as a timedelta.", {"timedelta"}) is None
     assert contradiction("Return the days overdue as a string.", {"number"}) is not None
     assert contradiction("Parse a date.", {"date"}) is None
     assert contradiction("Return the count of items.", {"number"}) is None

@@ -70,6 +70,7 @@ KINDS: dict[str, tuple[str, ...]] = {
     "mapping": ("dict", "dictionary", "dictionaries", "mapping", "dicts"),
     "sequence": ("list", "lists", "tuple", "tuples", "sequence", "set", "iterator", "generator"),
     "date": ("date", "datetime", "dates", "timestamp"),
+    "timedelta": ("timedelta", "timedeltas"),
     "none": ("none", "nothing"),
     "callable": ("function", "callable", "decorator"),
 }
@@ -90,6 +91,7 @@ _TYPE_KIND = {
     "frozenset": "sequence",
     "datetime.date": "date",
     "datetime.datetime": "date",
+    "datetime.timedelta": "timedelta",
     "NoneType": "none",
     "function": "callable",
     "functools.partial": "callable",
@@ -491,6 +493,7 @@ _PLURAL = {
     "mapping": "mappings",
     "sequence": "sequences",
     "date": "dates",
+    "timedelta": "timedeltas",
     "none": "None",
     "callable": "functions",
 }
@@ -501,6 +504,7 @@ _ARTICLE = {
     "mapping": "a mapping",
     "sequence": "a sequence",
     "date": "a date",
+    "timedelta": "a timedelta",
     "none": "None",
     "callable": "a function",
 }
