@@ -7,8 +7,9 @@ Each fixture is one argument list that called the function without an argument e
 expression to evaluate with the module's public names in scope; a result that has no such
 expression is left out, with the reason. Whoever loads the file evaluates those expressions on
 their own machine, so each is re-emitted by the host from what it can prove is data (see
-:mod:`.arguments`), never copied from the sandbox's report; data that merely looks like a
-marker (a dict with a ``"$python"`` key) is written as an expression too.
+:mod:`remora.tools.capabilities.arguments`), never copied from the sandbox's report; data
+that merely looks like a marker (a dict with a ``"$python"`` key) is written as an
+expression too.
 
 Codes: TOOL_104 an unknown format, TOOL_705 nothing observed yet or no usable fixture.
 """

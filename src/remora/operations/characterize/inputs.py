@@ -1,7 +1,8 @@
 """Candidate inputs, executed: the machinery the test and sample_data agents share.
 
-For one function, argument sets come from the host (:mod:`.candidates`: doctests, call
-sites, tests, defaults, literals, annotations, names) and from the model's proposals
+For one function, argument sets come from the host
+(:mod:`remora.tools.capabilities.candidates`: doctests, call sites, tests, defaults,
+literals, annotations, names) and from the model's proposals
 (:func:`propose_cases`). :func:`observe_cases` runs every set in the isolated runner, twice
 with different hash seeds, and keeps what it saw: the returned value (its repr, type, and
 the literal a test can compare with), or the exception; stdout; the arcs (line to line) of the
@@ -34,7 +35,7 @@ from remora.tools.capabilities.arguments import (
     public_names,
 )
 from remora.tools.capabilities.candidates import candidate_inputs
-from remora.tools.capabilities.observe import CASE_TIMEOUT, observe_in
+from remora.tools.capabilities.observe import CASE_TIMEOUT, observe_in, observe_request
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.signature import describe, method_kind, resolve
 from remora.tools.capabilities.store_io import read_text, scan_text, walk_files
@@ -461,9 +462,8 @@ def run_cases(
 ) -> list[Observation]:
     """Run ``planned`` in the sandbox; compare a second run with another hash seed."""
     span = function_span(target.source, target.qualname)
-    cases: list[dict[str, Any]] = [
-        {"id": index, "args": list(case.args), "kwargs": list(case.kwargs), "receiver": receiver}
-        for index, (case, _, receiver) in enumerate(planned)
+    cases = [
+        observe_request(index, case, receiver) for index, (case, _, receiver) in enumerate(planned)
     ]
     with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
         first = _run_all(ctx, box, target, cases, [span.first, span.last], seed="1")

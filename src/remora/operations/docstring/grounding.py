@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from remora.errors import ToolError
+from remora.tools.capabilities.arguments import Case
 from remora.tools.capabilities.candidates import candidate_inputs
-from remora.tools.capabilities.observe import observe_calls
+from remora.tools.capabilities.observe import observe_calls, observe_request
 from remora.tools.capabilities.project import is_test_file
 from remora.tools.capabilities.pysource import find_definition
 from remora.tools.capabilities.registry import CapabilityContext
@@ -137,14 +138,11 @@ def observe(
             if text in shown:
                 continue
             shown.append(text)
-            cases.append(
-                {
-                    "id": len(cases),
-                    "args": [ast.unparse(arg) for arg in call.args],
-                    "kwargs": [[kw.arg, ast.unparse(kw.value)] for kw in call.keywords],
-                    "receiver": None,
-                }
+            case = Case(
+                tuple(ast.unparse(arg) for arg in call.args),
+                tuple((str(kw.arg), ast.unparse(kw.value)) for kw in call.keywords),
             )
+            cases.append(observe_request(len(cases), case))
             if len(cases) >= MAX_OBSERVED:
                 break
         if len(cases) >= MAX_OBSERVED:
@@ -168,15 +166,7 @@ def observe_chosen(
         found = candidate_inputs(source, qualname, {}, limit=MAX_OBSERVED)
     except (ValueError, SyntaxError, RecursionError):
         return Observed()
-    cases = [
-        {
-            "id": number,
-            "args": list(candidate.args),
-            "kwargs": [[key, value] for key, value in candidate.kwargs.items()],
-            "receiver": None,
-        }
-        for number, candidate in enumerate(found)
-    ]
+    cases = [observe_request(number, candidate.case) for number, candidate in enumerate(found)]
     shown = [f"{qualname}({candidate.case.text})" for candidate in found]
     observed = _run(ctx, relative, qualname, node, cases, shown, returned_only=True)
     observed.param_types = {}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from remora.errors import ToolError
+from remora.tools.capabilities.arguments import Case
 from remora.tools.capabilities.call import CHILD
 from remora.tools.capabilities.registry import CapabilityContext
 from remora.tools.interpreter import remoras_packages
@@ -122,6 +123,17 @@ def observe_in(
             crashed = pending.pop(0)
             run.records[crashed["id"]] = {"crashed": (died or ["the process exited"])[-1]}
     return run
+
+
+def observe_request(number: int, case: Case, receiver: str | None = None) -> dict[str, Any]:
+    """``case`` as :func:`observe_in` and :func:`observe_calls` take it, with id ``number``
+    (``receiver``: the source of the instance a method is called on)."""
+    return {
+        "id": number,
+        "args": list(case.args),
+        "kwargs": list(case.kwargs),
+        "receiver": receiver,
+    }
 
 
 def observe_calls(
