@@ -126,8 +126,8 @@ def test_google_docstring_built_from_signature_and_body(ctx: CapabilityContext) 
 def test_a_long_summary_stays_on_one_line(ctx: CapabilityContext) -> None:
     summary = "Resize the box to the given width and height, keeping its other settings unchanged"
     assert 80 < len(summary) < 100  # under the agent's limit, over the line left for it
-    docstring_set(ctx, "box.py", "Box.Inner.deep", summary)
-    docstring = _docstring(ctx, "Box.Inner.deep")
+    docstring_set(ctx, "box.py", "Box.resize", summary)
+    docstring = _docstring(ctx, "Box.resize")
     assert docstring is not None and docstring.splitlines()[:2] == [summary + ".", ""]
 
 
@@ -165,16 +165,25 @@ def test_numpy_and_sphinx_styles(ctx: CapabilityContext) -> None:
     )
 
 
-def test_replacing_keeps_old_descriptions_and_sections(ctx: CapabilityContext) -> None:
+def test_the_authors_docstring_is_edited_in_place_never_rewritten(
+    ctx: CapabilityContext,
+) -> None:
+    """An authored summary is kept whatever summary is given; what is missing goes into
+    its place among the sections, at the docstring's own indentation."""
     result = docstring_set(ctx, "box.py", "Box.Inner.deep", "Go deep.")
-    assert result["action"] == "replaced" and result["undescribed"] == ["return"]
+    assert result["action"] == "unchanged" and result["undescribed"] == ["return"]
+    assert read_file(ctx, "box.py") == SOURCE
+    added = docstring_set(ctx, "box.py", "Box.Inner.deep", "Go deep.", returns="the x it got")
+    assert added["action"] == "edited" and added["undescribed"] == []
     assert _docstring(ctx, "Box.Inner.deep") == (
-        "Go deep.\n\nArgs:\n    x: The x value, documented before.\n\n"
+        "Old summary.\n\nArgs:\n    x: The x value, documented before.\n\n"
+        "Returns:\n    The x it got.\n\n"
         "Examples:\n    >>> Box.Inner().deep(1)"
     )
     text = read_file(ctx, "box.py")
-    assert '            """Go deep.\n\n            Args:\n' in text
-    again = docstring_set(ctx, "box.py", "Box.Inner.deep", "Go deep.")
+    assert '            """Old summary.\n\n            Args:\n' in text
+    assert "            Returns:\n                The x it got.\n\n            Examples:" in text
+    again = docstring_set(ctx, "box.py", "Box.Inner.deep", "Go deep.", returns="other words")
     assert again["action"] == "unchanged" and again["diff"] == ""
 
 

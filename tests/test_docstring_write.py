@@ -477,8 +477,15 @@ def test_host_only_writes_the_raise_message_and_keeps_descriptions(
     assert verdict["details"]["undescribed"] == ["offsets", "return"]
 
 
-def test_host_only_success_when_everything_is_described(ctx: CapabilityContext) -> None:
-    _write_all(ctx)
-    verdict = docstring_host_only(ctx, "seqs.py", "shift")
-    assert verdict["status"] == "success"
-    assert verdict["summary"] == "Docstring of shift: Add fill to every offset."
+def test_host_only_skips_a_docstring_complete_in_its_convention(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", FILES)
+    first = _context(root)
+    _write_all(first)
+    (root / "seqs.py").write_text(read_file(first, "seqs.py"))
+    fresh = _context(root)
+    verdict = docstring_host_only(fresh, "seqs.py", "shift")
+    assert verdict["status"] == "skipped"
+    assert verdict["summary"] == (
+        "the docstring of shift is complete in its own convention (google); nothing to add"
+    )
+    assert read_file(fresh, "seqs.py") == (root / "seqs.py").read_text()

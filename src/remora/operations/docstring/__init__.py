@@ -34,7 +34,9 @@ class DocstringOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    style: Literal["google", "numpy", "sphinx"] = "google"
+    # auto: the convention the project's docstrings already follow (google, numpy, sphinx,
+    # or plain prose without sections), google where there are none to follow.
+    style: Literal["auto", "google", "numpy", "sphinx", "plain"] = "auto"
     # The model writes the summary; asked for descriptions, the bundled adapter wrote
     # filler or wrong ones (docs/evaluation.md), so they are left for the person unless
     # describe is set.

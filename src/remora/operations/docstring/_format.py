@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 STYLES = ("google", "numpy", "sphinx")
+CONVENTIONS = (*STYLES, "plain")
+"""What a project's docstrings follow: a sectioned style, or plain prose (a summary,
+paragraphs and examples, no per-parameter sections), as toolz writes them."""
 
 _GOOGLE_HEADERS = {
     "args": "params",
@@ -132,7 +136,96 @@ def parse_docstring(text: str) -> ParsedDocstring:
     return parsed
 
 
-def _starts_section(style: str, lines: list[str], index: int, line: str) -> bool:
+def standard_style(text: str) -> str | None:
+    """The style of ``text``'s parameter, return, yield or raise sections (google, numpy,
+    sphinx), or None when it has none of them: a "See Also:" or "Examples:" heading alone
+    does not make prose a google docstring."""
+    lines = text.splitlines()
+    for style in ("numpy", "sphinx", "google"):
+        if any(kind in SECTION_RANK for kind, _, _ in sections_of(lines, style)):
+            return style
+    return None
+
+
+SECTION_RANK = {"params": 0, "returns": 1, "yields": 1, "raises": 2}
+"""Where a section goes among the others: parameters, then the value, then exceptions;
+any other section (examples, notes, see also) ranks after them."""
+
+
+def section_starts(lines: Sequence[str], style: str) -> list[int]:
+    """The indices of the lines of a cleaned docstring that start a section of ``style``
+    (for sphinx: each field)."""
+    return [index for index, line in enumerate(lines) if _starts_section(style, lines, index, line)]
+
+
+def sections_of(lines: Sequence[str], style: str) -> list[tuple[str, int, int]]:
+    """The sections of a cleaned docstring's ``lines`` in ``style``: (kind, first line, one
+    past the last); kind is params, returns, yields, raises or other. A google section ends
+    where text comes back to the left margin; sphinx fields of one kind in a row make one
+    section."""
+    starts = section_starts(lines, style)
+    found: list[tuple[str, int, int]] = []
+    for position, start in enumerate(starts):
+        end = starts[position + 1] if position + 1 < len(starts) else len(lines)
+        if style == "google":
+            end = next(
+                (
+                    i
+                    for i in range(start + 1, end)
+                    if lines[i].strip() and not lines[i][0].isspace()
+                ),
+                end,
+            )
+            kind = _GOOGLE_HEADERS.get(lines[start].strip().rstrip(":").strip().lower(), "other")
+        elif style == "numpy":
+            kind = _GOOGLE_HEADERS.get(lines[start].strip().lower(), "other")
+        else:
+            end = next(
+                (i for i in range(start + 1, end) if not lines[i][:1].isspace()),
+                end,
+            )
+            kind = _SPHINX_KINDS.get(lines[start].strip()[1:].split()[0].rstrip(":"), "other")
+        if style == "sphinx" and found and found[-1][0] == kind and found[-1][2] == start:
+            found[-1] = (kind, found[-1][1], end)
+        else:
+            found.append((kind, start, end))
+    return found
+
+
+_SPHINX_KINDS = {
+    **dict.fromkeys(("param", "parameter", "arg", "argument", "key", "keyword", "type"), "params"),
+    **dict.fromkeys(("returns", "return", "rtype"), "returns"),
+    **dict.fromkeys(("yields", "yield", "ytype"), "yields"),
+    **dict.fromkeys(("raises", "raise", "except", "exception"), "raises"),
+}
+
+
+def section_blocks(
+    content: DocstringContent, style: str, width: int
+) -> list[tuple[str, list[str], list[str]]]:
+    """The sections ``content`` fills, rendered in ``style`` one kind at a time: (kind,
+    header lines, entry lines), for insertion into a docstring that has some of them."""
+    blocks: list[tuple[str, list[str], list[str]]] = []
+    parts: list[tuple[str, DocstringContent]] = [
+        (
+            "params",
+            DocstringContent(
+                "", params=content.params, typed_in_docstring=content.typed_in_docstring
+            ),
+        ),
+        ("returns", DocstringContent("", returns=content.returns)),
+        ("yields", DocstringContent("", yields=content.yields)),
+        ("raises", DocstringContent("", raises=content.raises)),
+    ]
+    headers = {"google": 1, "numpy": 2, "sphinx": 0}[style]
+    for kind, part in parts:
+        rendered = render(part, style, width)[2:]
+        if rendered:
+            blocks.append((kind, rendered[:headers], rendered[headers:]))
+    return blocks
+
+
+def _starts_section(style: str, lines: Sequence[str], index: int, line: str) -> bool:
     if style == "numpy":
         return (
             index + 1 < len(lines)
@@ -140,7 +233,7 @@ def _starts_section(style: str, lines: list[str], index: int, line: str) -> bool
             and bool(_NUMPY_RULE.match(lines[index + 1]))
         )
     if style == "sphinx":
-        return bool(_SPHINX_FIELD.match(line.strip()))
+        return not line[:1].isspace() and bool(_SPHINX_FIELD.match(line.strip()))
     if style == "google":
         match = _GOOGLE_HEADER.match(line)
         return bool(match) and match is not None and match.group(1).lower() in _KNOWN_HEADERS
@@ -244,7 +337,8 @@ def _parse_sphinx(lines: list[str], parsed: ParsedDocstring) -> None:
 
 
 def render(content: DocstringContent, style: str, width: int) -> list[str]:
-    """The docstring's lines (no quotes, no outer indentation) in ``style``.
+    """The docstring's lines (no quotes, no outer indentation) in ``style`` (plain: the
+    summary and the description, no sections).
 
     The summary stays one line however long: wrapped, its second line would read as a
     description without the blank line before it (pydocstyle's D205).
@@ -258,7 +352,7 @@ def render(content: DocstringContent, style: str, width: int) -> list[str]:
         sections = _google(content, width)
     elif style == "numpy":
         sections = _numpy(content, width)
-    else:
+    elif style == "sphinx":
         sphinx = _sphinx(content, width)
         sections = [sphinx] if sphinx else []
     sections += [section.splitlines() for section in content.other_sections]

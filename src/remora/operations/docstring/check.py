@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from remora.errors import ToolError
-from remora.operations.docstring._format import parse_docstring
+from remora.operations.docstring._format import parse_docstring, standard_style
 from remora.operations.docstring.docstrings import style_option
 from remora.operations.docstring.grounding import contradiction
 from remora.tools.capabilities.pysource import locate, parse_python
@@ -38,7 +38,7 @@ from remora.tools.capabilities.signature import describe
 from remora.tools.capabilities.store_io import read_text
 from remora.tools.process import python_command, run_command, scrubbed_env
 
-CONVENTIONS = {"google": "google", "numpy": "numpy", "sphinx": "pep257"}
+CONVENTIONS = {"google": "google", "numpy": "numpy", "sphinx": "pep257", "plain": "pep257"}
 _TYPE_HINT_CODES = frozenset({"DOC105", "DOC106", "DOC107", "DOC108", "DOC109", "DOC110", "DOC111"})
 # Not this docstring's doing: module docstrings, and D206 (indented with tabs), which
 # follows a tab-indented file's own indentation.
@@ -97,21 +97,23 @@ def docstring_check(
     """Check the docstring of one function, method or class; list every problem found.
 
     ``clean`` is true when it exists and pydoclint, ruff's D rules for the style and the
-    parameter names agree. Each problem has source (pydoclint, ruff or names), code,
-    line and message.
+    parameter names agree. The style is ``style``, else the docstring's own sections',
+    else the project's convention; plain prose is checked by ruff's pep257 rules only.
+    Each problem has source (pydoclint, ruff or names), code, line and message.
     """
-    chosen = style_option(ctx, style)
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     located = locate(tree, qualname, relative)
     node = located.node
     docstring = ast.get_docstring(node, clean=True)
+    own = standard_style(docstring) if docstring else None
+    chosen = style_option(ctx, style) if style else own or style_option(ctx, None)
     first = node.body[0] if node.body else None
     last_line = first.end_lineno if docstring is not None and first is not None else node.lineno
     span = (node.lineno, last_line or node.lineno)
     problems = [
         *_ruff_problems(ctx, text, relative, chosen, span),
-        *_pydoclint_problems(ctx, text, chosen, node.lineno),
+        *(_pydoclint_problems(ctx, text, chosen, node.lineno) if chosen != "plain" else []),
     ]
     info = describe(text, located)
     names = [param["name"] for param in info["params"]]

@@ -1,12 +1,15 @@
-"""Docstring capabilities: read a node's docstring and write one in a chosen style.
+"""Docstring capabilities: read a node's docstring and write one in the project's convention.
 
-Edits go through libcst (in ``_docstring_cst``), so everything else in the file (formatting,
-comments, quotes) stays byte-for-byte. The host builds the Args/Returns/Yields/Raises
-sections from the signature and body; the caller supplies the summary and the
-descriptions. When a docstring is replaced, descriptions and extra sections it already had
-are kept unless new ones are given. Nothing is invented: what no one described (not the
-caller, not the old docstring, not a raise statement's message) is left out and listed as
-``undescribed``, for the person to write.
+A docstring the authors wrote is edited, never re-rendered (:mod:`._edit`): their summary,
+paragraphs, examples, literal blocks and sections stay byte for byte, and only what is
+missing is inserted in place (a summary where there is none, an entry or a section where
+the docstring's convention has a place for it), plus the mechanical fix of a summary's mood
+and final period. A docstring this job wrote itself (there was none) is rendered whole, in
+the project's convention (:func:`project_convention`: google, numpy, sphinx, or plain prose
+with no sections), through libcst (``_docstring_cst``), so everything else in the file
+stays byte for byte. The caller supplies the summary and the descriptions. Nothing is
+invented: what no one described (not the caller, not the old docstring, not a raise
+statement's message) is left out and listed as ``undescribed``, for the person to write.
 
 Codes: TOOL_101..TOOL_103 path problems, TOOL_105 no definition with that qualname,
 TOOL_106 the file does not parse, TOOL_601 invalid style or empty summary.
@@ -17,24 +20,35 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from remora.errors import ToolError
+from remora.operations.docstring import _edit
 from remora.operations.docstring._format import (
-    STYLES,
+    CONVENTIONS,
     DocstringContent,
     ParsedDocstring,
+    imperative,
     parse_docstring,
     render,
+    section_blocks,
+    standard_style,
 )
+from remora.tools.capabilities.project import is_test_file
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.ruff import run_ruff
 from remora.tools.capabilities.signature import describe, raise_messages
 from remora.tools.capabilities.store_io import (
     bounded_diff,
     read_source,
     read_text,
+    scan_text,
+    walk_files,
     write_text,
 )
 
@@ -94,12 +108,15 @@ def docstring_set(
     """Write the docstring of a function, method, class or (empty qualname) the module.
 
     Give the one-line ``summary``; the Args/Returns/Raises sections are built from the
-    code in ``style`` (google, numpy or sphinx; default: the operation's ``style`` option,
-    else google). ``params`` maps parameter names to descriptions, ``raises`` exception names
-    to descriptions; both optional. ``types`` maps parameter names (and ``return``) without
-    an annotation to the type observed when the code ran, shown beside their descriptions.
-    An existing docstring is replaced, otherwise one is inserted; the result shows the diff
-    and lists what is left ``undescribed``.
+    code in ``style`` (google, numpy, sphinx or plain; default: the operation's ``style``
+    option, ``auto`` the project's own convention). ``params`` maps parameter names to
+    descriptions, ``raises`` exception names to descriptions; both optional. ``types``
+    maps parameter names (and ``return``) without an annotation to the type observed when
+    the code ran, shown beside their descriptions. A docstring the authors wrote is edited
+    in place: ``summary`` is inserted only where it has none, and what it does not describe
+    yet is inserted where its convention has a place (``fixes`` lists a mechanical fix of
+    its summary); otherwise one is written whole. The result shows the diff and lists what
+    is left ``undescribed``.
     """
     qualname = _qualname(qualname)
     chosen = style_option(ctx, style)
@@ -109,18 +126,50 @@ def docstring_set(
     located = locate(tree, qualname, relative) if qualname else None
     info = describe(text, located) if located else None
     old_text = docstring_of(tree, qualname)
-    old = parse_docstring(old_text) if old_text else ParsedDocstring(style="plain")
     given = {str(k).lstrip("*"): str(v) for k, v in (params or {}).items() if str(v).strip()}
     messages = raise_messages(located.node) if located else {}
+    if authored(ctx, relative, qualname, old_text):
+        assert old_text is not None
+        node: ast.AST = located.node if located else tree
+        return _edit_authored(
+            ctx,
+            relative,
+            qualname,
+            (text, bom, node, old_text),
+            chosen,
+            line,
+            _content(
+                line,
+                None,
+                info,
+                ParsedDocstring(style="plain"),
+                given,
+                returns,
+                dict(raises or {}),
+                messages,
+                types or {},
+                chosen,
+            ),
+        )
+    old = parse_docstring(old_text) if old_text else ParsedDocstring(style="plain")
     content, ignored, undescribed = _content(
-        line, description, info, old, given, returns, dict(raises or {}), messages, types or {}
+        line,
+        description,
+        info,
+        old,
+        given,
+        returns,
+        dict(raises or {}),
+        messages,
+        types or {},
+        chosen,
     )
     from remora.operations.docstring import _cst as _docstring_cst  # libcst, imported on first use
 
-    module, node, indent = _docstring_cst.find(text, qualname)
+    module, found, indent = _docstring_cst.find(text, qualname)
     body_lines = render(content, chosen, LINE_LENGTH - len(indent) - 3)
     literal = _literal(body_lines, indent, module.default_newline)
-    new_text, action = _docstring_cst.apply(module, node, literal)
+    new_text, action = _docstring_cst.apply(module, found, literal)
     if new_text != text:
         parse_python(new_text, relative)
         write_text(ctx, relative, new_text, bom=bom)
@@ -135,7 +184,149 @@ def docstring_set(
         "diff": bounded_diff(relative, text, new_text),
         "ignored_params": ignored,
         "undescribed": undescribed,
+        "fixes": [],
     }
+
+
+def authored(ctx: CapabilityContext, relative: str, qualname: str, current: str | None) -> bool:
+    """Whether the docstring of ``qualname`` is the authors' (it was there when this job
+    first wrote to it), so it may only be edited in place; one this job wrote is its own."""
+    seen: dict[tuple[str, str], bool] = ctx.state.setdefault(f"{__name__}.authored", {})
+    return seen.setdefault((relative, qualname), current is not None)
+
+
+def _edit_authored(
+    ctx: CapabilityContext,
+    relative: str,
+    qualname: str,
+    source: tuple[str, bool, ast.AST, str],
+    chosen: str,
+    summary: str,
+    built: tuple[DocstringContent, list[str], list[str]],
+) -> dict[str, Any]:
+    """``docstring_set`` on a docstring the authors wrote: insert what is missing, fix the
+    summary's mood and final period, keep every line of theirs (checked)."""
+    text, bom, node, old_text = source
+    content, ignored, _ = built
+    literal = _edit.find_literal(text, node)
+    old = parse_docstring(old_text)
+    convention = standard_style(old_text) or chosen
+    result = {
+        "path": relative,
+        "qualname": qualname,
+        "style": convention,
+        "action": "unchanged",
+        "docstring": old_text,
+        "diff": "",
+        "ignored_params": ignored,
+        "undescribed": [],
+        "fixes": [],
+        "inserted": [],
+    }
+    if literal is None:
+        result["undescribed"] = left_out(ctx, relative, qualname)
+        return result
+    from remora.operations.docstring import _cst as _docstring_cst  # libcst, imported on first use
+
+    _, _, indent = _docstring_cst.find(text, qualname)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    body = literal.body
+    fixes: tuple[str, ...] = ()
+    if not old.summary:
+        body = _edit.insert_summary(literal, summary, indent=indent, newline=newline)
+        fixes = ("summary inserted",)
+    else:
+        mood = _needs_mood(ctx, text, relative, node, old.summary)
+        period = project_convention(ctx).periods
+        body, fixes = _edit.fix_summary(
+            literal,
+            standard_style(old_text) or "plain",
+            mood=mood,
+            period=period,
+            indent=indent,
+            newline=newline,
+        )
+    missing = _missing(content, old) if convention != "plain" and literal.triple else None
+    if missing is not None:
+        width = LINE_LENGTH - len(indent) - 3
+        blocks = [
+            (kind, header, [_edit.escape(line, literal) for line in entries])
+            for kind, header, entries in section_blocks(missing, convention, width)
+            if all(_edit.can_hold(line, literal) for line in entries)
+        ]
+        result["inserted"] = [kind for kind, _, _ in blocks]
+        if blocks:
+            body = _edit.insert_sections(
+                _replace_body(literal, body), convention, blocks, indent=indent, newline=newline
+            )
+    new_literal = literal.source(body)
+    new_text = text[: literal.start] + new_literal + text[literal.end :]
+    if new_text != text:
+        parse_python(new_text, relative)
+        new_doc = docstring_of(ast.parse(new_text), qualname) or ""
+        if not _edit.kept_lines(old_text, new_doc, summary_fixed=bool(fixes)):
+            raise ToolError(
+                "TOOL_602",
+                f"editing the docstring of {qualname or 'the module'} would change the "
+                "authors' text; nothing was written",
+                "this is a bug in Remora's docstring editor: please report it",
+            )
+        write_text(ctx, relative, new_text, bom=bom)
+        result.update(
+            action="edited", docstring=new_doc, diff=bounded_diff(relative, text, new_text)
+        )
+    result["fixes"] = [fix for fix in fixes if fix != "summary inserted"]
+    result["undescribed"] = left_out(ctx, relative, qualname)
+    return result
+
+
+def _replace_body(literal: _edit.Literal, body: str) -> _edit.Literal:
+    return _edit.Literal(literal.start, literal.end, literal.prefix, literal.quote, body)
+
+
+def _missing(content: DocstringContent, old: ParsedDocstring) -> DocstringContent:
+    """The parts of ``content`` the authors' docstring ``old`` does not have yet."""
+    return DocstringContent(
+        summary="",
+        params=tuple(item for item in content.params if item[0].lstrip("*") not in old.params),
+        returns=None if old.returns else content.returns,
+        yields=None if old.yields else content.yields,
+        raises=tuple(item for item in content.raises if item[0] not in old.raises),
+        typed_in_docstring=content.typed_in_docstring,
+    )
+
+
+def _needs_mood(
+    ctx: CapabilityContext, text: str, relative: str, node: ast.AST, summary: str
+) -> bool:
+    """Whether the summary of a function (not a class, module or property) starts with a
+    verb in the third person that ruff's D401 also flags ("Returns the ..."): the word
+    alone does not tell a verb from a noun ("Series of ...")."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    if any(
+        (isinstance(d, ast.Name) and d.id in ("property", "cached_property"))
+        or (isinstance(d, ast.Attribute) and d.attr in ("property", "cached_property", "setter"))
+        for d in node.decorator_list
+    ):
+        return False
+    if imperative(summary) == summary:
+        return False
+    with tempfile.TemporaryDirectory() as home:
+        items = run_ruff(
+            ctx,
+            Path(home),
+            Path(home),
+            [f"--stdin-filename={relative}", "-"],
+            ["D401"],
+            stdin=text,
+            options=("--isolated",),
+        )
+    first = node.body[0].lineno if node.body else node.lineno
+    return any(
+        item.get("code") == "D401" and item["location"]["row"] in (node.lineno, first)
+        for item in items
+    )
 
 
 def _qualname(qualname: str | None) -> str:
@@ -149,15 +340,124 @@ def _qualname(qualname: str | None) -> str:
 
 
 def style_option(ctx: CapabilityContext, style: str | None) -> str:
-    """``style``, else the operation's ``style`` option, else google (TOOL_601 if unknown)."""
+    """``style``, else the operation's ``style`` option; ``auto`` (the default) is the
+    project's own convention (:func:`project_convention`). TOOL_601 if unknown."""
     options = ctx.system.get("options")
     default = options.get("style") if isinstance(options, Mapping) else None
-    chosen = str(style or default or "google").strip().lower()
-    if chosen not in STYLES:
+    chosen = str(style or default or "auto").strip().lower()
+    if chosen == "auto":
+        return project_convention(ctx).style
+    if chosen not in CONVENTIONS:
         raise ToolError(
-            "TOOL_601", f"unknown docstring style '{chosen}'", "use google, numpy or sphinx"
+            "TOOL_601",
+            f"unknown docstring style '{chosen}'",
+            "use auto, google, numpy, sphinx or plain",
         )
     return chosen
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How a project writes its docstrings: the ``style`` of their sections (plain: none)
+    and whether its summaries end with a period."""
+
+    style: str
+    periods: bool
+    docstrings: int
+    """How many docstrings it was read from (0: too few to tell, so the defaults)."""
+
+
+DEFAULT_CONVENTION = Convention("google", True, 0)
+"""What a project with too few docstrings to follow gets."""
+MIN_CONVENTION_DOCSTRINGS = 3
+"""Fewer docstrings than this say nothing about a convention: the default applies."""
+MAX_CONVENTION_FILES = 200
+MAX_CONVENTION_DOCSTRINGS = 400
+_conventions: dict[str, Convention] = {}
+
+
+def project_convention(ctx: CapabilityContext) -> Convention:
+    """The convention the project's docstrings already follow, read once per project root
+    and process from up to :data:`MAX_CONVENTION_DOCSTRINGS` docstrings (the node's own file
+    first, test files last): the most common sectioned style when at least a quarter of
+    the documented definitions with parameters use one, plain prose when they do not;
+    periods when at least half of the summaries end with one."""
+    key = str(ctx.store.root)
+    if key not in _conventions:
+        _conventions[key] = _read_convention(ctx)
+    return _conventions[key]
+
+
+def _read_convention(ctx: CapabilityContext) -> Convention:
+    own = str(ctx.system.get("file_path") or "")
+    files = walk_files(ctx, "", (".py",))
+    files.sort(key=lambda path: (path != own, is_test_file(path), path.count("/"), path))
+    styles: dict[str, int] = {}
+    with_params = 0
+    summaries = 0
+    periods = 0
+    seen = 0
+    for path in files[:MAX_CONVENTION_FILES]:
+        source = scan_text(ctx, path)
+        try:
+            tree = ast.parse(source or "")
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            docstring = ast.get_docstring(node)
+            if not docstring:
+                continue
+            seen += 1
+            style = standard_style(docstring)
+            if style:
+                styles[style] = styles.get(style, 0) + 1
+            if not isinstance(node, ast.ClassDef) and len(node.args.args) > (
+                1 if node.args.args and node.args.args[0].arg in ("self", "cls") else 0
+            ):
+                with_params += 1
+            summary = parse_docstring(docstring).summary
+            if summary:
+                summaries += 1
+                periods += summary.rstrip()[-1:] in ".!?"
+        if seen >= MAX_CONVENTION_DOCSTRINGS:
+            break
+    if seen < MIN_CONVENTION_DOCSTRINGS:
+        return DEFAULT_CONVENTION
+    sectioned = sum(styles.values())
+    style = (
+        max(sorted(styles), key=lambda name: styles[name])
+        if sectioned and sectioned * 4 >= max(with_params, 1)
+        else "plain"
+    )
+    return Convention(style, periods * 2 >= summaries, seen)
+
+
+def left_out(ctx: CapabilityContext, relative: str, qualname: str) -> list[str]:
+    """What a complete docstring of ``qualname`` describes and the current one does not,
+    in its convention: parameters, ``return``/``yield`` and the exceptions it raises; none
+    in plain prose, which has no place for them. Everything when there is no docstring
+    and the project's convention has sections."""
+    _, text = read_text(ctx, relative)
+    tree = parse_python(text, relative)
+    info = describe(text, locate(tree, qualname, relative))
+    docstring = docstring_of(tree, qualname)
+    convention = (docstring and standard_style(docstring)) or style_option(ctx, None)
+    if convention == "plain":
+        return []
+    parsed = parse_docstring(docstring) if docstring else None
+    documented = parsed.params if parsed else {}
+    left = [param["name"] for param in info["params"] if param["name"] not in documented]
+    if info["kind"] == "class":
+        return left
+    value = value_item(info)
+    if value == YIELD_KEY and not (parsed and parsed.yields):
+        left.append(YIELD_KEY)
+    elif value == RETURN_KEY and not (parsed and parsed.returns):
+        left.append(RETURN_KEY)
+    raised = parsed.raises if parsed else {}
+    return left + [name for name in info["raises"] if name not in raised]
 
 
 def _summary(summary: str) -> str:
@@ -182,6 +482,7 @@ def _content(
     raises: dict[str, str],
     messages: dict[str, str],
     types: dict[str, str],
+    style: str = "google",
 ) -> tuple[DocstringContent, list[str], list[str]]:
     """The docstring's parts, the given names that are not parameters, and what is left
     undescribed: supplied text first, then what the old docstring said, then (raises) the
@@ -238,7 +539,7 @@ def _content(
         other_sections=tuple(old.other_sections),
         typed_in_docstring=frozenset(observed),
     )
-    return content, sorted(set(given) - names), undescribed
+    return content, sorted(set(given) - names), [] if style == "plain" else undescribed
 
 
 def value_item(info: dict[str, Any]) -> str | None:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from remora.operations.docstring._format import (
-    ParsedDocstring,
     imperative,
     parse_docstring,
 )
@@ -39,8 +38,10 @@ from remora.operations.docstring.check import (
 from remora.operations.docstring.docstrings import (
     RETURN_KEY,
     YIELD_KEY,
+    authored,
     docstring_of,
     docstring_set,
+    left_out,
     value_item,
 )
 from remora.operations.docstring.grounding import (
@@ -86,8 +87,7 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     located = locate(tree, qualname, relative)
     info = describe(text, located)
     messages = raise_messages(located.node)
-    docstring = docstring_of(tree, qualname)
-    left = _left_out(info, parse_docstring(docstring) if docstring else None)
+    left = left_out(ctx, relative, qualname)
     to_describe = [item for item in left if not messages.get(item)]
     names = [param["name"] for param in info["params"]]
     found = call_lines(ctx, relative, info["name"])
@@ -242,11 +242,11 @@ def docstring_next(ctx: CapabilityContext, path: str, qualname: str) -> dict[str
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     info = describe(text, locate(tree, qualname, relative))
-    docstring = docstring_of(tree, qualname)
-    parsed = parse_docstring(docstring) if docstring else None
-    undescribed = _left_out(info, parsed)
+    undescribed = left_out(ctx, relative, qualname)
     asked = _asked(ctx, relative, qualname)
     checked = _checked(ctx, relative, qualname, text)
+    if authored(ctx, relative, qualname, docstring_of(tree, qualname)):
+        checked = {**checked, "clean": True, "problems": []}
     options = ctx.system.get("options")
     ask = options.get("describe", True) if isinstance(options, Mapping) else True
     upcoming = next((item for item in undescribed if item not in asked), None) if ask else None
@@ -309,21 +309,6 @@ def _summary_of(tree: ast.Module, qualname: str) -> str | None:
     """The summary line of the current docstring, if there is one."""
     docstring = docstring_of(tree, qualname)
     return parse_docstring(docstring).summary or None if docstring else None
-
-
-def _left_out(info: dict[str, Any], parsed: ParsedDocstring | None) -> list[str]:
-    """What a complete docstring describes and this one (None: there is none) does not."""
-    documented = parsed.params if parsed else {}
-    left = [param["name"] for param in info["params"] if param["name"] not in documented]
-    if info["kind"] == "class":
-        return left
-    value = value_item(info)
-    if value == YIELD_KEY and not (parsed and parsed.yields):
-        left.append(YIELD_KEY)
-    elif value == RETURN_KEY and not (parsed and parsed.returns):
-        left.append(RETURN_KEY)
-    raised = parsed.raises if parsed else {}
-    return left + [name for name in info["raises"] if name not in raised]
 
 
 def _checked(ctx: CapabilityContext, relative: str, qualname: str, text: str) -> dict[str, Any]:
@@ -438,21 +423,38 @@ def docstring_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[
 
 @capability
 def docstring_host_only(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
-    """Everything the host writes without a model: with the current summary, the sections
-    from the code with the descriptions the docstring already has and the raise statements'
-    messages; then the verdict. Without a summary nothing is written: one made from the
-    name ("Itemfilter.") says nothing, and the job says the summary is left for you."""
-    relative, _ = read_text(ctx, path)
-    current = docstring_check(ctx, relative, qualname)
-    if not current["summary"]:
+    """Everything the host writes without a model, then the verdict. A docstring with a
+    summary is edited in place (the summary's mechanical fixes, what is missing inserted
+    where its convention has a place, from the descriptions it has and the raise
+    statements' messages); one that needs nothing is ``skipped``, complete in its own
+    convention. Without a summary nothing is written: one made from the name
+    ("Itemfilter.") says nothing, and the job says the summary is left for you."""
+    relative, text = read_text(ctx, path)
+    current = docstring_of(parse_python(text, relative), qualname)
+    summary = parse_docstring(current).summary if current else ""
+    if not summary:
         return {
             "status": "failed",
             "summary": f"no docstring written for {qualname}: its summary needs words and no "
             "model was asked (operations.docstring.options.use_model is false); left for you",
             "details": {},
         }
-    docstring_set(ctx, relative, qualname, current["summary"])
-    return docstring_verdict(ctx, relative, qualname)
+    written = docstring_set(ctx, relative, qualname, summary)
+    verdict = docstring_verdict(ctx, relative, qualname)
+    done = [*written["fixes"], *(f"{kind} inserted" for kind in written.get("inserted", []))]
+    if done:
+        verdict["details"] = {**verdict.get("details", {}), "edits": done}
+        verdict["summary"] = verdict["summary"].replace(
+            f"Docstring of {qualname}:", f"Docstring of {qualname} ({', '.join(done)}):", 1
+        )
+    if written["action"] == "unchanged" and verdict["status"] == "success":
+        return {
+            "status": "skipped",
+            "summary": f"the docstring of {qualname} is complete in its own convention "
+            f"({written['style']}); nothing to add",
+            "details": {},
+        }
+    return verdict
 
 
 def _signature(info: dict[str, Any]) -> str:
