@@ -282,3 +282,30 @@ def test_missing_only_leaves_existing_docstrings_alone(project: Path) -> None:
     )
     assert outcome.result.status == "skipped"
     assert "missing_only" in outcome.result.summary
+
+
+def test_an_authors_summary_is_never_handed_to_the_model(tmp_path: Path) -> None:
+    """A docstring with a summary is the host's: its mechanical fix, what is missing
+    inserted in place, no model call; the authors' example stays as written."""
+    source = (
+        "def total(prices):\n"
+        '    """Returns the sum of the prices.\n\n'
+        "    >>> total([1, 2])\n"
+        "    3\n"
+        '    """\n'
+        "    if not prices:\n"
+        '        raise ValueError("prices must not be empty")\n'
+        "    return sum(prices)\n"
+    )
+    project = write_tree(tmp_path / "proj", {"shop.py": source})
+    outcome = run_operation(project, "docstring", "shop.py", [], qualname="total")
+    assert outcome.model_calls == 0
+    assert outcome.result.status == "partial"  # google by default: prices and the result
+    assert outcome.result.summary.startswith(
+        "Docstring of total (mood: Returns -> Return, raises inserted): "
+    )
+    assert outcome.changed["shop.py"] == source.replace(
+        '"""Returns the sum of the prices.\n\n    >>> total([1, 2])\n    3\n',
+        '"""Return the sum of the prices.\n\n    >>> total([1, 2])\n    3\n\n'
+        "    Raises:\n        ValueError: Prices must not be empty.\n",
+    )

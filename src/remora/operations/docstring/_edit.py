@@ -315,9 +315,9 @@ def can_hold(text: str, literal: Literal) -> bool:
 
 
 def kept_lines(before: str, after: str, summary_fixed: bool = False) -> bool:
-    """Whether every line of the docstring ``before`` (cleaned) is still in ``after``, in
-    order and unchanged, but for the summary paragraph's first and last line when
-    ``summary_fixed`` (its mood or final period)."""
+    """Whether every line with text of the docstring ``before`` (cleaned) is still in
+    ``after``, in order and unchanged, but for the summary paragraph's first and last line
+    when ``summary_fixed`` (its mood or final period)."""
     old = inspect.cleandoc(before).splitlines()
     new = inspect.cleandoc(after).splitlines()
     loose: set[int] = set()
@@ -325,8 +325,10 @@ def kept_lines(before: str, after: str, summary_fixed: bool = False) -> bool:
         span = summary_span(old, "plain")
         if span is not None:
             loose = {span[0], span[1] - 1}
-    remaining = iter(new)
+    remaining = iter(line for line in new if line.strip())
     for index, line in enumerate(old):
+        if not line.strip():
+            continue
         if index in loose:
             if next(remaining, None) is None:
                 return False

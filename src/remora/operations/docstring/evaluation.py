@@ -23,7 +23,8 @@ Rows, each measured the same way on its own copy:
   false``: the host invents no words, so a function without a summary gets no docstring
   (one made from the name says nothing) and is left to the person;
 * remora: the docstring agent on the chosen functions (``file::name`` selectors) with
-  ``operations.docstring.options.missing_only=true`` and ``discovery.node_types=[function]``,
+  ``operations.docstring.options.missing_only=true``, ``discovery.node_types=[function]``
+  and ``operations.docstring.options.style=google`` (the style both checkers measure),
   every change accepted: by default the model writes the summary;
 * remora (base model): the same with ``model.use_adapters=false``: the base model at the
   same decision points, without the agent's adapter, so an adapter shows what it adds
@@ -129,7 +130,13 @@ BASELINE = "name summary"
 REMORA = ADAPTER_ROW
 HOST_ONLY = HOST_ONLY_ROW
 BASE_MODEL = BASE_MODEL_ROW
-REMORA_SETS = ("operations.docstring.options.missing_only=true", "discovery.node_types=[function]")
+REMORA_SETS = (
+    "operations.docstring.options.missing_only=true",
+    "discovery.node_types=[function]",
+    f"operations.docstring.options.style={STYLE}",
+)
+"""Every Remora row writes in the style the checkers measure (the default, ``auto``,
+follows the package's own convention, which may be prose without sections)."""
 VARIANTS = (
     (HOST_ONLY, (*REMORA_SETS, "operations.docstring.options.use_model=false"), "host-only"),
     (REMORA, REMORA_SETS, "remora"),
