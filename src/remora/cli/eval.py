@@ -38,7 +38,16 @@ if TYPE_CHECKING:
 
 OPERATIONS_HELP = (
     "Operations to measure, comma-separated or repeated: lint, docstring, test, sample_data "
-    "as bundled, and any installed operation with an evaluation (default: all)."
+    "as bundled, and any installed operation with an evaluation (default: all; with "
+    "--as-published, any installed operation)."
+)
+AS_PUBLISHED_HELP = (
+    "Prove the operations do no harm: run each on N modules of the package as published "
+    "(a scratch copy; every proposed change accepted) and report its value (changes, "
+    "docstrings and tests added, tests passing) beside its harm: the package's tests and "
+    "doctests that passed before and fail after, examples and literal blocks altered, words "
+    "and sentences of the authors' docstrings lost, summaries replaced, generated tests "
+    "that repeat the package's own or fail. Every harm count should be 0."
 )
 
 
@@ -87,6 +96,7 @@ def eval_command(
             help="llama_cpp: the embedded model; openai: a server (--set model.base_url=...)."
         ),
     ] = None,
+    as_published: Annotated[bool, typer.Option("--as-published", help=AS_PUBLISHED_HELP)] = False,
 ) -> None:
     """Measure the agents on a real package against the best deterministic tools, side by side.
 
@@ -109,11 +119,23 @@ def eval_command(
     Every Remora run also reports jobs per minute, mean turns and tool-call validity.
     Expect a few minutes per operation with --limit 6 on a laptop CPU.
 
+    With --as-published nothing is injected or removed: each operation (any installed one)
+    runs on N seeded modules of the untouched package, every change accepted on a scratch
+    copy, and the table puts its value (changes, docstrings and tests added, tests added
+    passing, doctests before and after) beside its harm, column by column: tests and
+    doctests broken, examples and literal blocks altered, sentences and words of the
+    authors' docstrings lost, summaries replaced, duplicate and failing tests added. Every
+    harm column should read 0; the notes quote the first harms, --format json has them all.
+    A summary changed only to the imperative or by a final period is a mechanical fix,
+    counted apart.
+
     Examples:
 
         remora eval toolz==1.0.0 --ops docstring --limit 4
 
         remora eval ./my_project --format markdown --out eval-run/
+
+        remora eval toolz==1.0.0 --as-published --ops lint,docstring --limit 2
 
         remora --set model.base_url=http://127.0.0.1:8000/v1 eval toolz==1.0.0 --backend openai
     """
@@ -124,10 +146,11 @@ def eval_command(
     assignments = [*OPTIONS.assignments, *flag_overrides({"model.backend": backend})]
     options = EvalOptions(
         spec=spec,
-        operations=split_ops(ops) or list(evaluators),
+        operations=split_ops(ops) or (installed.names if as_published else list(evaluators)),
         limit=limit,
         seed=seed,
         out=out,
+        as_published=as_published,
     )
     session = RemoraSession(
         installed.library,

@@ -30,6 +30,7 @@ from remora.evaluation.context import (
     ProgressSink,
 )
 from remora.evaluation.package import Project, resolve_package
+from remora.evaluation.published import as_published
 from remora.evaluation.report import EvalReport, OperationReport, to_markdown
 from remora.evaluation.session import RemoraSession
 
@@ -56,6 +57,12 @@ class EvalOptions(BaseModel):
         default=True,
         description="False: leave out the baseline tools' rows where an operation can (test "
         "and sample_data); the gate's candidate evaluations, whose table has Remora's rows only.",
+    )
+    as_published: bool = Field(
+        default=False,
+        description="Measure every chosen operation on the package as published, every "
+        "change accepted: value beside harm (remora.evaluation.published), not the "
+        "operations' own evaluations; every installed operation can be measured.",
     )
 
     def check(self, known: Sequence[str]) -> None:
@@ -86,7 +93,10 @@ class EvalOptions(BaseModel):
         words = ["remora"]
         for assignment in assignments:
             words += ["--set", assignment]
-        words += ["eval", self.spec, "--ops", ",".join(self.operations)]
+        words += ["eval", self.spec]
+        if self.as_published:
+            words.append("--as-published")
+        words += ["--ops", ",".join(self.operations)]
         words += ["--limit", str(self.limit), "--seed", str(self.seed)]
         return shlex.join(words)
 
@@ -106,7 +116,11 @@ def run_eval(
     progress: ProgressSink | None = None,
 ) -> EvalReport:
     """Evaluate the package ``options.spec`` names with ``evaluators`` (by operation name,
-    from ``remora.operations``); the report (also written to ``out``)."""
+    from ``remora.operations``); the report (also written to ``out``). With
+    ``options.as_published`` every operation the session knows is measured as published
+    instead (:func:`~remora.evaluation.published.as_published`), ``evaluators`` unused."""
+    if options.as_published:
+        evaluators = {name: as_published(name) for name in session.defaults}
     options.check(list(evaluators))
     if not options.operations:
         options = options.model_copy(update={"operations": list(evaluators)})
