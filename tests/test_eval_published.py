@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from remora.cli.eval import _transposed, _width
 from remora.errors import EvalError
 from remora.evaluation.published import (
     MODULE,
@@ -487,14 +488,15 @@ def test_as_published_runs_lint_on_the_untouched_package(tmp_path: Path) -> None
         "eval " + str(package) + " --as-published --ops lint --limit 2 --seed 0"
     )
     [lint] = report.reports
-    assert lint.error is None and lint.selection == ["mathpkg/__init__.py", "mathpkg/core.py"]
+    # __init__.py defines nothing an operation works on: only core.py is chosen
+    assert lint.error is None and lint.selection == ["mathpkg/core.py"]
     [row] = lint.scores
     assert (row.tool, row.kind, row.error) == ("remora", "remora", None)
     values = row.values
-    assert values["jobs"] == 2 and values["changes"] == 1  # E711 and F401 fixed in core.py
+    assert values["jobs"] == 1 and values["changes"] == 1  # E711 and F401 fixed in core.py
     assert values["doctests_before"] == values["doctests_after"] == 1
     assert values["tests_broken"] == 0 and values["harm"] == 0
-    assert lint.remora[0].jobs == 2
+    assert lint.remora[0].jobs == 1
     assert lint.details["remora"]["files_changed"] == ["mathpkg/core.py"]
     markdown = (out / "report.md").read_text(encoding="utf-8")
     assert "| harm |" in markdown.replace(" harm | wall s", " harm |")
@@ -532,3 +534,13 @@ def test_the_command_line_runs_it(tmp_path: Path) -> None:
     assert "--as-published --ops lint --limit 1" in report["command"]
     [values] = [score["values"] for score in report["reports"][0]["scores"]]
     assert values["harm"] == 0
+
+
+def test_a_table_too_wide_for_the_terminal_is_transposed() -> None:
+    headers = ["tool", "jobs", "harm", "wall s"]
+    rows = [["remora", "2", "0", "1.5"], ["remora (host only)", "2", "1", "0.4"]]
+    assert _width(headers, rows) == 1 + (3 + 18) + (3 + 4) + (3 + 4) + (3 + 6)
+    assert _transposed(headers, rows) == (
+        ["tool", "remora", "remora (host only)"],
+        [["jobs", "2", "2"], ["harm", "0", "1"], ["wall s", "1.5", "0.4"]],
+    )

@@ -249,12 +249,29 @@ def _render_operation(report: OperationReport) -> None:
     chosen = ", ".join(report.selection)
     title = f"{report.operation}: {counted(len(report.selection), report.unit)}"
     headers, rows = operation_rows(report)
+    if _width(headers, rows) > console.width:
+        headers, rows = _transposed(headers, rows)
     console.print(_table(title, headers, rows))
     console.print(f"  {shown(chosen)}", style="dim", highlight=False, soft_wrap=True)
     if report.remora:
         console.print(_table(None, REMORA_HEADERS, remora_rows(report)))
     for note in operation_notes(report):
         console.print(f"  - {shown(note)}", highlight=False, soft_wrap=True)
+
+
+def _width(headers: list[str], rows: list[list[str]]) -> int:
+    """The characters a table needs to show every heading and cell on one line."""
+    columns = zip(headers, *rows, strict=True)
+    return 1 + sum(3 + max(len(cell) for cell in column) for column in columns)
+
+
+def _transposed(headers: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """A table too wide for the terminal as one row per column and one column per tool
+    (``--as-published`` has a column per value and per harm), so that it still reads."""
+    tools = [row[0] for row in rows]
+    return [headers[0], *tools], [
+        [header, *(row[index] for row in rows)] for index, header in enumerate(headers) if index
+    ]
 
 
 def _table(title: str | None, headers: list[str], rows: list[list[str]]) -> Table:

@@ -3,7 +3,8 @@
 Every operation must do no harm: what the authors wrote stays byte for byte, and nothing
 it adds breaks or repeats what is there. This mode measures that for any installed
 operation, with no injected mistakes and no operation-specific knowledge: ``limit``
-seeded modules of the untouched package, the operation run on them on a scratch copy,
+seeded modules of the untouched package (of those defining a function or class), the
+operation run on them on a scratch copy,
 every proposed change accepted, then the copy compared with the original.
 
 Value: jobs, changes accepted, docstrings added, generated test functions added and how
@@ -731,10 +732,11 @@ def as_published(operation: str) -> Evaluator:
 
 
 def evaluate_as_published(ctx: EvalContext, operation: str) -> OperationReport:
-    """``operation`` on ``ctx.limit`` seeded modules of the untouched package, every change
-    accepted: one row for Remora as configured and, when the operation asks the model
-    (``options.use_model``), one for the host alone."""
-    modules = ctx.pick(ctx.original.modules(), "as-published")
+    """``operation`` on ``ctx.limit`` seeded modules of the untouched package (of those
+    with a function or class), every change accepted: one row for Remora as configured
+    and, when the operation asks the model (``options.use_model``), one for the host
+    alone."""
+    modules = ctx.pick(choose_modules(ctx.original), "as-published")
     report = OperationReport(
         operation=operation, unit="modules", selection=modules, columns=COLUMNS, scores=[]
     )
@@ -763,6 +765,24 @@ def evaluate_as_published(ctx: EvalContext, operation: str) -> OperationReport:
     report.notes = notes
     report.details = details
     return report
+
+
+def choose_modules(project: Project) -> list[str]:
+    """The modules an operation has nodes to work on: those defining a function or class
+    (a package's re-exporting ``__init__`` has none); all of them when none does."""
+    modules = project.modules()
+    found = []
+    for relative in modules:
+        try:
+            tree = pyast.parse((project.root / relative).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        if any(isinstance(node, _DEFINITIONS) for node in ast.walk(tree)):
+            found.append(relative)
+    return found or modules
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def measure_before(ctx: EvalContext, modules: list[str]) -> Before:
