@@ -54,7 +54,7 @@ def test_configuration_reference_describes_types_defaults_and_precedence() -> No
         text
     )
     assert "| `model.path` | `path or null` | `null` |" in text
-    assert "| `operations.docstring.options.style` | `google` |" in text
+    assert "| `operations.docstring.options.style` | `auto` |" in text
     assert "| `discovery.ignore` | `list of string` | `[]` |" in text
     assert env_var_name("tools.isolation") == "REMORA_TOOLS__ISOLATION"
     assert "REMORA_TOOLS__ISOLATION=" in text
