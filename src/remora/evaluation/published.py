@@ -823,14 +823,12 @@ def _row(
     rows: int,
 ) -> tuple[Score, RemoraFigures, Measured]:
     copy_ = ctx.scratch(FOLDERS[name])
-    records: list[JobRecord] = []
 
     def planned(jobs: int) -> None:
         ctx.progress.expect(1 + rows + jobs * rows)
         ctx.progress.doing(f"{name}: {jobs} {operation} job(s)")
 
     def finished(job: JobRecord) -> None:
-        records.append(job)
         ctx.progress.doing(f"{name}: {job.label} {job.status}")
         ctx.progress.done()
 
