@@ -282,3 +282,24 @@ def test_verify_keeps_a_fix_when_failures_are_not_its_fault(tmp_path: Path) -> N
     assert verdict["broken"] == []
     assert verdict["fixed"] == {"B006": 1} and verdict["left"] == {"count": 0, "fixable": 0}
     assert ctx.store.changed_paths() == ["pkg/pricing.py"]
+
+
+def test_an_import_only_a_doctest_uses_is_left_for_the_person(tmp_path: Path) -> None:
+    """ruff does not read docstring examples: its F401 fix would break the doctest."""
+    source = (
+        "import os\nimport sys\n\n\n"
+        "def join(name):\n"
+        '    """Join a name to the current directory.\n\n'
+        "    >>> join('a') == os.curdir + os.sep + 'a'\n"
+        "    True\n"
+        '    """\n'
+        "    return '.' + '/' + name\n"
+    )
+    root = write_tree(tmp_path / "proj", {"mod.py": source})
+    ctx = capability_context(root)
+    report = lint_issues(ctx, "mod.py")
+    assert _kinds(report) == {("F401", 1): "manual", ("F401", 2): "ruff_safe"}
+    [kept] = [issue for issue in report["issues"] if issue["line"] == 1]
+    assert "docstring example uses the import" in kept["note"]
+    lint_fix_all(ctx, "mod.py")
+    assert read_file(ctx, "mod.py") == source.replace("import sys\n", "")

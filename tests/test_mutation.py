@@ -11,7 +11,7 @@ from pathlib import Path
 from remora.operations.characterize._mutation import PLUGIN, MutationReport, measure_mutants
 from remora.operations.characterize._mutator import mutants, mutated_code
 from remora.operations.characterize.characterization import informative, select_tests
-from remora.operations.characterize.inputs import Observation
+from remora.operations.characterize.inputs import Draft, Observation
 from tests.stores import write_tree
 
 MODULE = '''def bulk_price(quantity, unit):
@@ -210,3 +210,25 @@ def test_behaviours_only_a_type_can_pin_earn_a_test_by_killing_a_mutant() -> Non
     assert select_tests(tests, both) == ["test_a", "test_c"]
     with_value = {**tests, "test_d": _observation("2", "4", [(1, 5)])}
     assert select_tests(with_value, report({0: ["test_d"]})) == ["test_d"]
+
+
+def test_calls_the_project_already_checks_get_no_generated_test() -> None:
+    """A call taken from the project's tests or from a docstring example (which doctest
+    runs) would be a test the package already has: only the others are candidates."""
+    draft = Draft()
+    for case, source, value in (
+        ("2", "doctest", "4"),
+        ("3", "test", "6"),
+        ("-1", "name", "-2"),
+        ("0", "default", "0"),
+    ):
+        draft.observations.append(
+            Observation(
+                case=case,
+                source=source,
+                verdict="kept",
+                returned={"literal": value, "kind": "value", "type": "int"},
+                arcs=[(1, 2)],
+            )
+        )
+    assert [observation.case for observation in draft.candidates()] == ["-1", "0"]

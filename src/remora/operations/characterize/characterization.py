@@ -123,7 +123,8 @@ def write_characterization_tests(
     if not kept and job.kept():
         raise ToolError(
             "TOOL_705",
-            "every behaviour observed comes from a call the project's tests already make",
+            "every behaviour observed comes from a call the project's tests or docstring "
+            "examples already make",
             "propose other argument lists",
         )
     if not kept:

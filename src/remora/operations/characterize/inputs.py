@@ -152,17 +152,26 @@ class Draft:
     def candidates(self, limit: int = MAX_CANDIDATE_TESTS) -> list[Observation]:
         """Every kept observation of a distinct call, up to ``limit``: the first of each
         behaviour first, then the others in the order they ran; calls taken from the
-        project's tests are left out (a test of them would repeat one). A test is written
-        for each; the mutants then decide which ones earn their place."""
-        first = [o for o in self.kept() if o.source != "test"]
+        project's tests and its docstrings' examples (which doctest runs) are left out: a
+        test of them would repeat one. A test is written for each; the mutants then decide
+        which ones earn their place."""
+        first = [o for o in self.kept() if o.source not in PROJECTS_OWN]
         calls = {(o.case, o.receiver) for o in first}
         others = []
         for observation in self.observations:
             key = (observation.case, observation.receiver)
-            if observation.verdict == "kept" and observation.source != "test" and key not in calls:
+            if (
+                observation.verdict == "kept"
+                and observation.source not in PROJECTS_OWN
+                and key not in calls
+            ):
                 calls.add(key)
                 others.append(observation)
         return (first + others)[:limit]
+
+
+PROJECTS_OWN = frozenset({"test", "doctest"})
+"""Sources of calls the project already checks: its tests and its docstrings' examples."""
 
 
 def left_out(observation: Observation, reason: str) -> dict[str, str]:

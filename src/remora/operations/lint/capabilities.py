@@ -437,6 +437,10 @@ class Linter:
     def _fix_kind(
         self, text: str, code: str, row: int, item: dict[str, Any]
     ) -> tuple[FixKind, str]:
+        if code == "F401" and used_by_examples(text, str(item.get("message", ""))):
+            return "manual", (
+                "a docstring example uses the import: removing it would break the doctest"
+            )
         if fix_allowed(item, unsafe=False):
             return "ruff_safe", "ruff's safe fix"
         if code in REWRITE_CODES:
@@ -449,6 +453,22 @@ class Linter:
                 return "ruff_unsafe", "ruff's unsafe fix (verified before it is written)"
             return "manual", "only an unsafe fix exists and options.unsafe_fixes is off"
         return "manual", "no automatic fix exists for this rule"
+
+
+_EXAMPLE_CODE = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t](.*)$", re.MULTILINE)
+_IMPORTED = re.compile(r"`([\w.]+)`")
+
+
+def used_by_examples(text: str, message: str) -> bool:
+    """Whether the module's docstring examples (``>>>`` and ``...`` lines, which doctest
+    runs with the module's globals) use the import an F401 ``message`` names: ruff does not
+    read them, so its fix would break the doctest."""
+    found = _IMPORTED.search(message)
+    if found is None:
+        return False
+    parts = found.group(1).split(".")
+    code = "\n".join(match.group(1) for match in _EXAMPLE_CODE.finditer(text))
+    return any(re.search(rf"(?<![\w.]){re.escape(name)}\b", code) for name in {parts[0], parts[-1]})
 
 
 def verified_fix(
