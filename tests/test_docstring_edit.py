@@ -112,7 +112,7 @@ def test_a_third_person_summary_gets_exactly_the_mood_fix(tmp_path: Path) -> Non
     assert after == PROSE.replace('""" Returns coll', '""" Return coll')
 
 
-def test_mood_is_left_to_nouns_and_properties(tmp_path: Path) -> None:
+def test_mood_is_left_to_nouns_properties_and_two_verb_summaries(tmp_path: Path) -> None:
     source = (
         "class Frame:\n"
         "    @property\n"
@@ -121,11 +121,15 @@ def test_mood_is_left_to_nouns_and_properties(tmp_path: Path) -> None:
         "        return []\n\n\n"
         "def series(n):\n"
         '    """Series of numbers up to n."""\n'
-        "    return list(range(n))\n"
+        "    return list(range(n))\n\n\n"
+        "def apply(f, x):\n"
+        '    """Applies f and returns what it gives."""\n'
+        "    return f(x)\n"
     )
     root = write_tree(tmp_path / "proj", {"mod.py": source})
     _set(root, "Frame.rows", style="plain")
     _set(root, "series", style="plain")
+    _set(root, "apply", style="plain")  # "Apply f and returns" would read worse
     assert (root / "mod.py").read_text() == source
 
 

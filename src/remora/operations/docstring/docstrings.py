@@ -57,6 +57,11 @@ RETURN_KEY = "return"
 """How ``undescribed`` names the return value (``yield`` for a generator's values)."""
 YIELD_KEY = "yield"
 _NO_VALUE = frozenset({"None", "NoReturn", "Never", "typing.NoReturn", "typing.Never"})
+_COORDINATED_VERB = re.compile(
+    r"\b(?:and|or|then)\s+(?!is\b|has\b|was\b|does\b|as\b|its\b|this\b|thus\b)"
+    r"[a-z]+(?:ies|sses|shes|ches|xes|zes|[^su]s)\b"
+)
+"""A second verb in the third person after a conjunction ("... and returns ...")."""
 _YIELD_TYPE = re.compile(
     r"^(?:typing\.|collections\.abc\.)?(?:Async)?(?:Iterator|Iterable|Generator)\[\s*([^,\]]+(?:\[[^\]]*\])?)"
 )
@@ -301,7 +306,9 @@ def _needs_mood(
 ) -> bool:
     """Whether the summary of a function (not a class, module or property) starts with a
     verb in the third person that ruff's D401 also flags ("Returns the ..."): the word
-    alone does not tell a verb from a noun ("Series of ...")."""
+    alone does not tell a verb from a noun ("Series of ..."). A summary with a second
+    such verb ("Applies f and returns ...") is left alone: fixing the first word only
+    would make it worse, and which later words are verbs is not mechanical."""
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return False
     if any(
@@ -310,7 +317,7 @@ def _needs_mood(
         for d in node.decorator_list
     ):
         return False
-    if imperative(summary) == summary:
+    if imperative(summary) == summary or _COORDINATED_VERB.search(summary):
         return False
     with tempfile.TemporaryDirectory() as home:
         items = run_ruff(
