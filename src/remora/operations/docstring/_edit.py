@@ -23,6 +23,7 @@ import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from remora import pyast
 from remora.operations.docstring._format import (
     SECTION_RANK,
     imperative,
@@ -86,7 +87,7 @@ def find_literal(text: str, node: ast.AST) -> Literal | None:
     if match is None or not _one_string_token(source):
         return None
     try:
-        if ast.literal_eval(source) != value.value:
+        if ast.literal_eval(pyast.parse(source, mode="eval")) != value.value:
             return None
     except (SyntaxError, ValueError):
         return None

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from remora import pyast
 from remora.errors import ToolError
 from remora.operations.docstring import _edit
 from remora.operations.docstring._format import (
@@ -267,8 +268,7 @@ def _edit_authored(
     new_literal = literal.source(body)
     new_text = text[: literal.start] + new_literal + text[literal.end :]
     if new_text != text:
-        parse_python(new_text, relative)
-        new_doc = docstring_of(ast.parse(new_text), qualname) or ""
+        new_doc = docstring_of(parse_python(new_text, relative), qualname) or ""
         if not _edit.kept_lines(old_text, new_doc, summary_fixed=bool(fixes)):
             raise ToolError(
                 "TOOL_602",
@@ -407,7 +407,7 @@ def _read_convention(ctx: CapabilityContext) -> Convention:
     for path in files[:MAX_CONVENTION_FILES]:
         source = scan_text(ctx, path)
         try:
-            tree = ast.parse(source or "")
+            tree = pyast.parse(source or "")
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):
