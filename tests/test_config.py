@@ -31,7 +31,7 @@ def test_defaults_are_valid_and_deterministic() -> None:
     assert config.runner.temperature == 0.0
     assert config.runner.tool_choice == "required"
     assert config.operations["docstring"].options == {
-        "style": "google",
+        "style": "auto",
         "use_model": True,
         "describe": False,
         "missing_only": False,
@@ -108,7 +108,7 @@ def test_operation_merge_keeps_other_operations(tmp_path: Path) -> None:
     write(tmp_path / "remora.yaml", "operations:\n  sample_data:\n    enabled: false\n")
     config = load_config(tmp_path, environ={}, operations=DEFAULTS).config
     assert config.enabled_operations() == ["lint", "docstring", "test"]
-    assert config.operations["docstring"].options["style"] == "google"
+    assert config.operations["docstring"].options["style"] == "auto"
 
 
 def test_remora_config_env_names_the_file(tmp_path: Path) -> None:

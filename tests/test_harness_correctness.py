@@ -185,7 +185,7 @@ def test_precheck_skipping_every_node_is_a_clean_error(tmp_path: Path) -> None:
 def test_the_agent_gets_its_operation_options() -> None:
     agents = load_agents()
     assert operation_options(installed_operations().config(), agents["docstring"]) == {
-        "style": "google",
+        "style": "auto",
         "use_model": True,
         "describe": False,
         "missing_only": False,
