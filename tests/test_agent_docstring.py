@@ -309,3 +309,20 @@ def test_an_authors_summary_is_never_handed_to_the_model(tmp_path: Path) -> None
         '"""Return the sum of the prices.\n\n    >>> total([1, 2])\n    3\n\n'
         "    Raises:\n        ValueError: Prices must not be empty.\n",
     )
+
+
+def test_names_inside_private_ones_are_private(tmp_path: Path) -> None:
+    source = (
+        "def _irregular(word):\n"
+        "    def caseinsensitive(text):\n"
+        "        return text.lower()\n"
+        "    return caseinsensitive(word)\n\n\n"
+        "class _Cache:\n"
+        "    def get(self, key):\n"
+        "        return key\n"
+    )
+    project = write_tree(tmp_path / "proj", {"words.py": source})
+    for qualname in ("_irregular.caseinsensitive", "_Cache.get"):
+        outcome = run_operation(project, "docstring", "words.py", [], qualname=qualname)
+        assert outcome.result.status == "skipped" and outcome.model_calls == 0
+        assert "include_private" in outcome.result.summary
