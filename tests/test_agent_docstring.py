@@ -326,3 +326,27 @@ def test_names_inside_private_ones_are_private(tmp_path: Path) -> None:
         outcome = run_operation(project, "docstring", "words.py", [], qualname=qualname)
         assert outcome.result.status == "skipped" and outcome.model_calls == 0
         assert "include_private" in outcome.result.summary
+
+
+def test_an_edit_a_test_reads_is_undone(tmp_path: Path) -> None:
+    """A test may read the docstring (toolz asserts ``'Returns None' in f.__doc__``): an
+    edit that breaks a test of the module is not offered, and the docstring stays as it
+    was written."""
+    source = 'def return_none(exc):\n    """ Returns None.\n    """\n    return None\n'
+    test = (
+        "from handlers import return_none\n\n\n"
+        "def test_doc():\n    assert 'Returns None' in return_none.__doc__\n"
+    )
+    project = write_tree(tmp_path / "proj", {"handlers.py": source, "test_handlers.py": test})
+    outcome = run_operation(project, "docstring", "handlers.py", [], qualname="return_none")
+    assert outcome.model_calls == 0 and outcome.changed == {}
+    assert outcome.result.status == "skipped"
+    assert outcome.result.summary == (
+        "the docstring of return_none is left as its authors wrote it: the edit (mood: "
+        "Returns -> Return) breaks test_handlers.py::test_doc, which reads it"
+    )
+    passing = test.replace("'Returns None' in", "'None' in")
+    (project / "test_handlers.py").write_text(passing)
+    fixed = run_operation(project, "docstring", "handlers.py", [], qualname="return_none")
+    assert fixed.result.summary.startswith("Docstring of return_none (mood: Returns -> Return)")
+    assert fixed.changed["handlers.py"] == source.replace("Returns None", "Return None")

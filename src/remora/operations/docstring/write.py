@@ -54,6 +54,7 @@ from remora.operations.docstring.grounding import (
 )
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.regressions import base_content, tests_broken_by
 from remora.tools.capabilities.signature import describe, raise_messages
 from remora.tools.capabilities.store_io import read_text
 
@@ -427,8 +428,10 @@ def docstring_host_only(ctx: CapabilityContext, path: str, qualname: str) -> dic
     summary is edited in place (the summary's mechanical fixes, what is missing inserted
     where its convention has a place, from the descriptions it has and the raise
     statements' messages); one that needs nothing is ``skipped``, complete in its own
-    convention. Without a summary nothing is written: one made from the name
-    ("Itemfilter.") says nothing, and the job says the summary is left for you."""
+    convention, and so is one whose edit breaks a test of the module that passed without
+    it (a test may read ``__doc__``: toolz asserts ``'Returns None' in f.__doc__``).
+    Without a summary nothing is written: one made from the name ("Itemfilter.") says
+    nothing, and the job says the summary is left for you."""
     relative, text = read_text(ctx, path)
     current = docstring_of(parse_python(text, relative), qualname)
     summary = parse_docstring(current).summary if current else ""
@@ -440,8 +443,18 @@ def docstring_host_only(ctx: CapabilityContext, path: str, qualname: str) -> dic
             "details": {},
         }
     written = docstring_set(ctx, relative, qualname, summary)
-    verdict = docstring_verdict(ctx, relative, qualname)
     done = [*written["fixes"], *(f"{kind} inserted" for kind in written.get("inserted", []))]
+    original = base_content(ctx, relative) if written["action"] == "edited" else None
+    broken = tests_broken_by(ctx, relative, original)[0] if original is not None else []
+    if original is not None and broken:
+        ctx.store.write(relative, original)
+        return {
+            "status": "skipped",
+            "summary": f"the docstring of {qualname} is left as its authors wrote it: the "
+            f"edit ({', '.join(done)}) breaks {', '.join(broken[:3])}, which reads it",
+            "details": {"tests_broken_by_the_edit": broken},
+        }
+    verdict = docstring_verdict(ctx, relative, qualname)
     if done:
         verdict["details"] = {**verdict.get("details", {}), "edits": done}
         verdict["summary"] = verdict["summary"].replace(

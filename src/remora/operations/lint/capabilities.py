@@ -37,8 +37,8 @@ from remora.operations.lint._rewrites import REWRITE_CODES, RewriteRefused, rewr
 from remora.operations.lint.rules import DEFAULT_RULES
 from remora.tools.capabilities.project import module_tests
 from remora.tools.capabilities.pysource import syntax_error
-from remora.tools.capabilities.pytest_runner import pytest_run
 from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.regressions import base_content, tests_broken_by
 from remora.tools.capabilities.ruff import (
     apply_edits,
     fix_allowed,
@@ -51,7 +51,6 @@ from remora.tools.capabilities.store_io import (
     bounded_diff,
     decode_text,
     materialize,
-    store_read,
     write_text,
 )
 from remora.tools.capabilities.values import as_int
@@ -230,7 +229,7 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     """
     relative, text, _ = read_python(ctx, path, "lint_verify")
     tests = module_tests(ctx, relative)
-    original = _base_content(ctx, relative)
+    original = base_content(ctx, relative)
     result: dict[str, Any] = {
         "path": relative,
         "tests": tests,
@@ -248,27 +247,6 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
             text = decode_text(relative, original)
     result["fixed"], result["left"] = _lint_outcome(ctx, relative, original, text)
     return result
-
-
-def tests_broken_by(
-    ctx: CapabilityContext, relative: str, original: bytes, tests: list[str] | None = None
-) -> tuple[list[str], list[str]]:
-    """The tests that import the module (``tests``, else found) and fail with the file as
-    the store has it but pass with ``original``, and those that fail either way. The store
-    keeps its content."""
-    tests = module_tests(ctx, relative) if tests is None else tests
-    if not tests:
-        return [], []
-    failing = _failing(pytest_run(ctx, tests))
-    if not failing:
-        return [], []
-    edited = store_read(ctx, relative)
-    ctx.store.write(relative, original)
-    try:
-        still = set(_failing(pytest_run(ctx, failing)))
-    finally:
-        ctx.store.write(relative, edited)
-    return [nodeid for nodeid in failing if nodeid not in still], sorted(still)
 
 
 @capability
@@ -548,17 +526,3 @@ def _not_reported(rule: str, row: int, issues: list[dict[str, Any]]) -> ToolErro
     else:
         hint = "the file has no issues left; submit"
     return ToolError("TOOL_302", f"no {rule} on line {row}", hint)
-
-
-def _base_content(ctx: CapabilityContext, relative: str) -> bytes | None:
-    """The project's own bytes of ``relative`` (what the job started from), if it has any."""
-    original = ctx.store.root / relative
-    try:
-        return original.read_bytes() if original.is_file() else None
-    except OSError:
-        return None
-
-
-def _failing(report: dict[str, Any]) -> list[str]:
-    failed = [t["nodeid"] for t in report["tests"] if t["outcome"] in ("failed", "error")]
-    return failed + [error["path"] for error in report["collection_errors"]]

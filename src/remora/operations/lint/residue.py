@@ -26,11 +26,11 @@ from remora.operations.lint.capabilities import (
     ModelAttempts,
     issue_key,
     model_attempts,
-    tests_broken_by,
     verified_fix,
 )
 from remora.operations.lint.rules import DEFAULT_RULES
 from remora.tools.capabilities.registry import CapabilityContext, capability
+from remora.tools.capabilities.regressions import tests_broken_by
 from remora.tools.capabilities.ruff import apply_edits, fix_allowed, read_python, single_code
 from remora.tools.capabilities.store_io import bounded_diff, store_read, write_text
 from remora.tools.capabilities.values import as_int
