@@ -29,11 +29,10 @@ from typing import Any
 
 from remora.errors import ToolError
 from remora.operations.docstring._format import parse_docstring, standard_style
-from remora.operations.docstring.docstrings import style_option
+from remora.operations.docstring.docstrings import ruff_on_text, style_option
 from remora.operations.docstring.grounding import contradiction
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
-from remora.tools.capabilities.ruff import run_ruff
 from remora.tools.capabilities.signature import describe
 from remora.tools.capabilities.store_io import read_text
 from remora.tools.process import python_command, run_command, scrubbed_env
@@ -424,16 +423,7 @@ def _ruff_problems(
     """ruff's D findings on the lines from ``def`` to the docstring's end, under the
     convention of ``style`` (``--isolated``: the project's own D settings do not apply)."""
     convention = f"--config=lint.pydocstyle.convention='{CONVENTIONS[style]}'"
-    with tempfile.TemporaryDirectory() as home:
-        items = run_ruff(
-            ctx,
-            Path(home),
-            Path(home),
-            [f"--stdin-filename={relative}", "-"],
-            ["D"],
-            stdin=text,
-            options=("--isolated", convention),
-        )
+    items = ruff_on_text(ctx, text, relative, ["D"], (convention,))
     start, end = span
     return [
         _problem("ruff", item["code"], item["location"]["row"], item["message"])

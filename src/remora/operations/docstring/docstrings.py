@@ -134,31 +134,8 @@ def docstring_set(
     old_text = docstring_of(tree, qualname)
     given = {str(k).lstrip("*"): str(v) for k, v in (params or {}).items() if str(v).strip()}
     messages = raise_messages(located.node) if located else {}
-    if authored(ctx, relative, qualname, old_text):
-        assert old_text is not None
-        node: ast.AST = located.node if located else tree
-        return _edit_authored(
-            ctx,
-            relative,
-            qualname,
-            (text, bom, node, old_text),
-            chosen,
-            line,
-            _content(
-                line,
-                None,
-                info,
-                ParsedDocstring(style="plain"),
-                given,
-                returns,
-                dict(raises or {}),
-                messages,
-                types or {},
-                chosen,
-            ),
-        )
     old = parse_docstring(old_text) if old_text else ParsedDocstring(style="plain")
-    content, ignored, undescribed = _content(
+    built = _content(
         line,
         description,
         info,
@@ -170,6 +147,13 @@ def docstring_set(
         types or {},
         chosen,
     )
+    if authored(ctx, relative, qualname, old_text):
+        assert old_text is not None
+        node: ast.AST = located.node if located else tree
+        return _edit_authored(
+            ctx, relative, qualname, (text, bom, node, old_text), chosen, line, built
+        )
+    content, ignored, undescribed = built
     from remora.operations.docstring import _cst as _docstring_cst  # libcst, imported on first use
 
     module, found, indent = _docstring_cst.find(text, qualname)
@@ -319,21 +303,33 @@ def _needs_mood(
         return False
     if imperative(summary) == summary or _COORDINATED_VERB.search(summary):
         return False
-    with tempfile.TemporaryDirectory() as home:
-        items = run_ruff(
-            ctx,
-            Path(home),
-            Path(home),
-            [f"--stdin-filename={relative}", "-"],
-            ["D401"],
-            stdin=text,
-            options=("--isolated",),
-        )
+    items = ruff_on_text(ctx, text, relative, ["D401"])
     first = node.body[0].lineno if node.body else node.lineno
     return any(
         item.get("code") == "D401" and item["location"]["row"] in (node.lineno, first)
         for item in items
     )
+
+
+def ruff_on_text(
+    ctx: CapabilityContext,
+    text: str,
+    relative: str,
+    select: list[str],
+    options: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """ruff's ``select`` findings on ``text`` (named ``relative``), ``--isolated``: the
+    project's own ruff settings do not apply."""
+    with tempfile.TemporaryDirectory() as home:
+        return run_ruff(
+            ctx,
+            Path(home),
+            Path(home),
+            [f"--stdin-filename={relative}", "-"],
+            select,
+            stdin=text,
+            options=("--isolated", *options),
+        )
 
 
 def _qualname(qualname: str | None) -> str:
