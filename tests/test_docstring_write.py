@@ -442,8 +442,8 @@ def test_host_only_keeps_the_existing_summary(ctx: CapabilityContext) -> None:
     verdict = docstring_host_only(ctx, "seqs.py", "log_each")
     assert verdict["status"] == "partial"
     assert (
-        verdict["summary"]
-        == "Docstring of log_each: Print every item. Left for you: describe items"
+        verdict["summary"] == "Docstring of log_each (as its authors wrote it): Print every item. "
+        "Left for you: describe items"
     )
     assert verdict["details"]["undescribed"] == ["items"]
     assert "made from the name" not in verdict["summary"]

@@ -457,8 +457,10 @@ def docstring_host_only(ctx: CapabilityContext, path: str, qualname: str) -> dic
     verdict = docstring_verdict(ctx, relative, qualname)
     if done:
         verdict["details"] = {**verdict.get("details", {}), "edits": done}
+    if done or authored(ctx, relative, qualname, current):
+        said = ", ".join(done) if done else "as its authors wrote it"
         verdict["summary"] = verdict["summary"].replace(
-            f"Docstring of {qualname}:", f"Docstring of {qualname} ({', '.join(done)}):", 1
+            f"Docstring of {qualname}:", f"Docstring of {qualname} ({said}):", 1
         )
     if written["action"] == "unchanged" and verdict["status"] == "success":
         return {
