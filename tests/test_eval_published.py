@@ -11,6 +11,7 @@ import pytest
 
 from remora.cli.eval import _transposed, _width
 from remora.errors import EvalError
+from remora.evaluation.package import Project, resolve_package
 from remora.evaluation.published import (
     MODULE,
     compare_docstrings,
@@ -24,6 +25,7 @@ from remora.evaluation.published import (
     measure_before,
     parse_pytest_items,
     prose_sentences,
+    pytest_items,
 )
 from remora.evaluation.run import EvalOptions, run_eval
 from remora.model.base import ModelRequest
@@ -544,3 +546,22 @@ def test_a_table_too_wide_for_the_terminal_is_transposed() -> None:
         ["tool", "remora", "remora (host only)"],
         [["jobs", "2", "2"], ["harm", "0", "1"], ["wall s", "1.5", "0.4"]],
     )
+
+
+def test_a_long_suite_is_read_item_by_item(tmp_path: Path) -> None:
+    """Every item's summary line comes back, however many: a report cut at the sandbox's
+    usual output limit read as the whole suite gone (180 toolz tests "broken")."""
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("VALUE = 1\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_many.py").write_text(
+        "import pytest\nfrom pkg import VALUE\n\n\n"
+        "@pytest.mark.parametrize('number', range(600))\n"
+        "def test_a_rather_long_test_name_for_each_number(number):\n"
+        "    assert VALUE == 1\n"
+    )
+    project = Project(root, resolve_package(str(root), tmp_path / "work"))
+    items = pytest_items(project, project.test_paths(), 300, "the tests")
+    assert items.error is None
+    assert len(items.passed) == 600

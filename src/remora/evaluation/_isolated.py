@@ -25,6 +25,7 @@ from remora.config import ToolsConfig
 from remora.errors import RemoraError
 from remora.evaluation.commands import CommandResult
 from remora.tools.isolation import project_sandbox
+from remora.tools.process import DEFAULT_OUTPUT_LIMIT
 from remora.workspace.base import normalize_path, resolve_inside
 
 
@@ -96,6 +97,7 @@ def run_isolated(
     pythonpath: Sequence[Path] = (),
     env: Mapping[str, str] | None = None,
     what: str = "the evaluated package",
+    output_limit: int = DEFAULT_OUTPUT_LIMIT,
 ) -> CommandResult:
     """Run ``argv`` in ``cwd`` inside a sandbox whose root holds ``cwd`` and ``within``.
 
@@ -113,6 +115,7 @@ def run_isolated(
                 pythonpath=list(pythonpath),
                 env=dict(env or {}),
                 cwd=start,
+                output_limit=output_limit,
             )
     except RemoraError as exc:
         timed_out = exc.code == "TOOL_201"

@@ -27,6 +27,7 @@ from remora.errors import EvalError
 from remora.evaluation._isolated import run_isolated
 from remora.evaluation.commands import CommandResult, run_command
 from remora.evaluation.report import SuiteRun
+from remora.tools.process import DEFAULT_OUTPUT_LIMIT
 
 FETCH_TIMEOUT_S = 300.0
 ARCHIVES = (".tar.gz", ".tgz", ".tar.bz2", ".zip")
@@ -129,6 +130,7 @@ class Project:
         within: Sequence[Path] = (),
         env: Mapping[str, str] | None = None,
         what: str | None = None,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
     ) -> CommandResult:
         """Run ``argv`` on the package's code in the project sandbox (``cwd`` defaults to the
         copy's root; ``within`` names other directories it reads or writes, such as a
@@ -143,6 +145,7 @@ class Project:
             pythonpath=[self.base],
             env=env,
             what=what or f"{self.source.label}'s code",
+            output_limit=output_limit,
         )
 
     def relative(self, path: Path) -> str:

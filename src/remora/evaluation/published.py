@@ -350,6 +350,9 @@ _RANK = {"passed": 0, "xfailed": 0, "xpassed": 1, "failed": 2, "error": 3}
 _OUTCOME_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S.*?)(?: - .*)?$")
 PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir=."]
 PYTEST_REPORT = ["--continue-on-collection-errors", "-rfEpxX"]
+PYTEST_OUTPUT_LIMIT = 8_000_000
+"""Enough for the summary line of every item: a cut report would read as tests gone."""
+SUMMARY_HEADER = "short test summary info"
 
 
 @dataclass
@@ -375,7 +378,7 @@ def parse_pytest_items(stdout: str) -> PytestItems:
     a file, not an item."""
     items = PytestItems()
     lines = stdout.splitlines()
-    start = next((i for i, line in enumerate(lines) if "short test summary info" in line), None)
+    start = next((i for i, line in enumerate(lines) if SUMMARY_HEADER in line), None)
     for line in lines[start + 1 :] if start is not None else []:
         match = _OUTCOME_LINE.match(line.rstrip())
         if match is None:
@@ -396,11 +399,16 @@ def pytest_items(project: Project, args: Sequence[str], timeout: float, what: st
     if not args:
         return PytestItems()
     result = project.run(
-        [sys.executable, *PYTEST, *PYTEST_REPORT, *args], timeout, what=f"{what} ({project.root})"
+        [sys.executable, *PYTEST, *PYTEST_REPORT, *args],
+        timeout,
+        what=f"{what} ({project.root})",
+        output_limit=PYTEST_OUTPUT_LIMIT,
     )
     items = parse_pytest_items(result.stdout)
     if result.timed_out or result.returncode not in (0, 1, 5):
         items.error = f"{what} could not run: {result.tail()}"
+    elif result.returncode in (0, 1) and SUMMARY_HEADER not in result.stdout:
+        items.error = f"{what}: pytest's short test summary is missing from its output"
     return items
 
 
