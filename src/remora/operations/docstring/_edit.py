@@ -6,8 +6,8 @@ works on the source text of the string literal itself and only inserts: a summar
 there is none, an entry at the end of a section the docstring already has, a section where
 the docstring's convention has a place for one. The one change to the authors' words is the
 mechanical fix of a summary (the mood of its first word, a missing final period), which the
-caller asks for explicitly. After every edit :func:`kept_lines` proves that each of the old
-docstring's lines is still there, in order; an edit that would lose one is not made.
+caller asks for explicitly. :func:`kept_lines` is the check the caller makes before it
+writes: each of the old docstring's lines is still there, in order.
 
 Pure text, no syntax trees beyond finding the literal: ``docstrings.py`` decides what is
 missing and which convention applies.

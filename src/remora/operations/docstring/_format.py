@@ -1,9 +1,10 @@
-"""Docstring text: parse an existing docstring (google, numpy, sphinx) and render a new one.
+"""Docstring text: parse a docstring (google, numpy, sphinx) and render new text.
 
 Pure text, no syntax trees: ``docstrings.py`` decides what goes in (from the signature and
-the body) and where it goes (with libcst). Parsing is forgiving and only has to recover
-what is worth keeping when a docstring is rewritten: the extended description, the
-descriptions of parameters, return value and exceptions, and any other sections verbatim.
+the body) and where it goes. Parsing is forgiving: it says what a docstring already
+describes and where its sections are (:func:`sections_of`), so ``_edit`` can insert what is
+missing; rendering writes a whole docstring only where Remora wrote the one it replaces
+(or there was none), and the sections ``_edit`` inserts (:func:`section_blocks`).
 """
 
 from __future__ import annotations
