@@ -69,6 +69,33 @@ def test_udp_cannot_carry_data_out(project: Path) -> None:
     assert code != 0 and "PermissionError" in out
 
 
+def test_mptcp_cannot_carry_data_out(project: Path) -> None:
+    """MPTCP (protocol 262) is a stream socket that Landlock's TCP rules do not cover: before
+    the filter looked at the protocol, this connected to the host and sent the secret."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        listener.settimeout(1.0)
+        port = listener.getsockname()[1]
+        code, out = run(
+            project,
+            "import socket\n"
+            "try:\n"
+            "    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)\n"
+            "except OSError as error:\n"
+            "    print('refused', type(error).__name__, error.errno)\n"
+            "    raise\n"
+            "print('created')\n"
+            f"s.connect(('127.0.0.1', {port}))\n"
+            "s.sendall(b'secret')\n"
+            "print('sent')\n",
+        )
+        with pytest.raises(TimeoutError):
+            listener.accept()
+    assert code != 0 and "created" not in out and "sent" not in out, out
+    assert "refused PermissionError 13" in out, out
+
+
 def test_remoras_state_directory_is_unreadable(project: Path) -> None:
     ctx = capability_context(project, isolation="landlock")
     ctx.store.write("mod.py", b"x = 'pending change of another job'\n")
@@ -144,8 +171,9 @@ def test_the_filter_refuses_foreign_arches_and_every_family_but_tcp() -> None:
         domain: int = 0,
         kind: int = 0,
         arch: int = x86,
+        protocol: int = 0,
     ) -> int:
-        return verdict(prog, {4: arch, 0: nr, 16: domain, 24: kind})
+        return verdict(prog, {4: arch, 0: nr, 16: domain, 24: kind, 32: protocol})
 
     tcp, tcp_nonblock, udp = 1, 1 | 0o4000, 2
     assert call(program, socket_nr, 2, tcp) == allow
@@ -161,6 +189,36 @@ def test_the_filter_refuses_foreign_arches_and_every_family_but_tcp() -> None:
     for domain, kind in ((2, tcp), (10, tcp), (2, udp), (1, tcp)):
         assert call(closed, socket_nr, domain, kind) == eacces
     assert call(closed, 0) == allow
+
+
+@pytest.mark.parametrize(
+    ("machine", "arch", "socket_nr"), [("x86_64", 0xC000003E, 41), ("aarch64", 0xC00000B7, 198)]
+)
+def test_the_filter_allows_stream_sockets_only_as_plain_tcp(
+    machine: str, arch: int, socket_nr: int
+) -> None:
+    """Landlock's TCP rules do not see MPTCP (262): a stream socket must name protocol 0 or
+    IPPROTO_TCP, whatever flags ride along in the type argument."""
+    allow, eacces = 0x7FFF0000, 0x00050000 | 13
+    stream, nonblock, cloexec = 1, 0o4000, 0o2000000
+    program = socket_filter(machine, allow_tcp=True)
+    closed = socket_filter(machine, allow_tcp=False)
+
+    def call(prog: list[tuple[int, int, int, int]], domain: int, kind: int, protocol: int) -> int:
+        return verdict(prog, {4: arch, 0: socket_nr, 16: domain, 24: kind, 32: protocol})
+
+    for domain in (2, 10):  # AF_INET, AF_INET6
+        for kind in (stream, stream | cloexec, stream | nonblock, stream | cloexec | nonblock):
+            for protocol in (0, 6):
+                assert call(program, domain, kind, protocol) == allow, (domain, kind, protocol)
+            for protocol in (262, 132, 17, 1, 0x106, 0xFFFFFFFF):  # MPTCP, SCTP, UDP, ...
+                assert call(program, domain, kind, protocol) == eacces, (domain, kind, protocol)
+            for protocol in (0, 6, 262):
+                assert call(closed, domain, kind, protocol) == eacces
+    for protocol in (0, 6, 262):
+        assert call(program, 1, stream, protocol) == eacces  # AF_UNIX stays refused
+        assert call(program, 2, 2, protocol) == eacces  # UDP too
+    assert verdict(program, {4: arch, 0: 0, 32: 262}) == allow, "other calls are not checked"
 
 
 def test_doctor_states_what_landlock_confines_and_what_it_does_not(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ cost more start-up time than the rest of the launcher)::
      "remove": ["/abs/path", ...],   # bubblewrap: files the workspace deleted
      "landlock": {"read": [...], "write": [...], "allow_network": false} | null,
                                      # without the network, a seccomp filter refuses
-                                     # every socket but TCP (denied by Landlock ABI 4+)
+                                     # every socket but TCP (denied by Landlock ABI 4+);
+                                     # MPTCP and other stream protocols are refused too
      "supervise": true | false,      # no pid namespace: reap, count and kill descendants
      "report": "/abs/path"}          # what the launcher observed (limits hit), marshalled
 
@@ -67,7 +68,7 @@ _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _EACCES, _ENOSYS = 13, 38
 _BPF_LD_W_ABS, _BPF_JEQ_K, _BPF_JGE_K, _BPF_AND_K, _BPF_RET_K = 0x20, 0x15, 0x35, 0x54, 0x06
 _X32_BIT = 0x40000000
-_AF_INET, _AF_INET6, _SOCK_STREAM, _SOCK_TYPE_MASK = 2, 10, 1, 0xF
+_AF_INET, _AF_INET6, _SOCK_STREAM, _SOCK_TYPE_MASK, _IPPROTO_TCP = 2, 10, 1, 0xF, 6
 _SECCOMP_ARCHES = {
     # machine: (AUDIT_ARCH_*, socket, io_uring_setup, whether x32 numbers must be refused)
     "x86_64": (0xC000003E, 41, 425, True),
@@ -170,11 +171,13 @@ def socket_filter(machine: str, allow_tcp: bool) -> list[tuple[int, int, int, in
 
     Landlock confines files and (ABI 4+) TCP, not UDP or UNIX sockets: without this, code
     under observation could send data out over UDP or connect to any pathname UNIX socket
-    on the host (a Docker or ssh-agent socket). ``socketpair`` stays allowed (a private
-    pair, used by asyncio). With ``allow_tcp`` false (Landlock before ABI 4, which cannot
-    deny TCP) no socket may be created at all. A foreign architecture's system calls and
-    x32 numbers are refused, so the filter cannot be sidestepped by another calling
-    convention. Each instruction is ``(code, jt, jf, k)``.
+    on the host (a Docker or ssh-agent socket). A stream socket must name protocol 0 or
+    ``IPPROTO_TCP``: Landlock's TCP rules do not cover MPTCP (262) or SCTP, which would
+    carry data to any host. ``socketpair`` stays allowed (a private pair, used by asyncio).
+    With ``allow_tcp`` false (Landlock before ABI 4, which cannot deny TCP) no socket may be
+    created at all. A foreign architecture's system calls and x32 numbers are refused, so
+    the filter cannot be sidestepped by another calling convention. Each instruction is
+    ``(code, jt, jf, k)``.
     """
     arch, socket_nr, io_uring_nr, refuse_x32 = _SECCOMP_ARCHES[machine]
     refuse = (_BPF_RET_K, 0, 0, _RET_ERRNO | _EACCES)
@@ -186,7 +189,10 @@ def socket_filter(machine: str, allow_tcp: bool) -> list[tuple[int, int, int, in
         refuse,
         (_BPF_LD_W_ABS, 0, 0, 24),  # type, without SOCK_NONBLOCK / SOCK_CLOEXEC
         (_BPF_AND_K, 0, 0, _SOCK_TYPE_MASK),
-        (_BPF_JEQ_K, 0, 1, _SOCK_STREAM),
+        (_BPF_JEQ_K, 0, 4, _SOCK_STREAM),
+        (_BPF_LD_W_ABS, 0, 0, 32),  # protocol: 0 or TCP, never MPTCP (262) or SCTP
+        (_BPF_JEQ_K, 1, 0, 0),
+        (_BPF_JEQ_K, 0, 1, _IPPROTO_TCP),
         allow,
         refuse,
     ]
