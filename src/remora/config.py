@@ -9,6 +9,7 @@ can explain the effective value.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import errno
 import os
@@ -30,6 +31,28 @@ NODE_TYPES: tuple[NodeType, ...] = ("file", "class", "function", "method")
 CONFIG_FILENAMES = ("remora.yaml", "remora.yml")
 ENV_PREFIX = "REMORA_"
 ENV_CONFIG_FILE = "REMORA_CONFIG"
+USER_CONFIG = ("remora", "remora.yaml")
+"""The user's own config, under ``$XDG_CONFIG_HOME`` (default ``~/.config``)."""
+TRUSTED_ONLY = (
+    "tools.isolation",
+    "tools.python",
+    "tools.timeout",
+    "tools.call_timeout",
+    "tools.subprocess_timeout",
+    "tools.max_memory_mb",
+    "tools.max_recursion_depth",
+    "tools.max_process_memory_mb",
+    "tools.max_file_mb",
+    "tools.max_processes",
+    "tools.max_result_chars",
+    "model.backend",
+    "model.base_url",
+    "model.api_key_env",
+)
+"""Settings that weaken isolation (its level, the interpreter, the limits) or reach the
+network (a model server, and which secret is sent to it): taken from the command line, the
+environment and the user's own config only, never from a file inside the project, which a
+cloned repository controls."""
 MAX_CONFIG_BYTES = 1024 * 1024
 """Largest config file read (a FIFO or device named like one is refused, not read)."""
 
@@ -272,6 +295,8 @@ class LoadedConfig:
     config: RemoraConfig
     sources: dict[str, str] = field(default_factory=dict)
     file: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+    """What was ignored and why, for the user to read before any work."""
 
     def source_of(self, key: str) -> str:
         """Where ``key`` (or the nearest value above it) was set."""
@@ -282,6 +307,41 @@ class LoadedConfig:
                 return found
             parts.pop()
         return DEFAULT_SOURCE
+
+
+def user_config_file(environ: Mapping[str, str]) -> Path | None:
+    """The user's own ``remora.yaml`` (``$XDG_CONFIG_HOME/remora``, else
+    ``$HOME/.config/remora``), when it exists; none without either variable."""
+    base = environ.get("XDG_CONFIG_HOME") or (
+        str(Path(environ["HOME"]) / ".config") if environ.get("HOME") else ""
+    )
+    if not base:
+        return None
+    path = Path(base).joinpath(*USER_CONFIG)
+    return path if path.is_file() else None
+
+
+def _without_trusted_only(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``data`` without the :data:`TRUSTED_ONLY` settings, and the ones it had."""
+    ignored: list[str] = []
+    kept = copy.deepcopy(data)
+    for key in TRUSTED_ONLY:
+        section, _, name = key.partition(".")
+        table = kept.get(section)
+        if isinstance(table, dict) and name in table:
+            del table[name]
+            ignored.append(key)
+            if not table:
+                del kept[section]
+    return kept, ignored
+
+
+def _ignored_warning(path: Path, ignored: list[str]) -> str:
+    return (
+        f"CONFIG_010: {path} sets {', '.join(ignored)}, which a file inside the project may "
+        "not set: ignored (settings that weaken isolation or reach the network come only from "
+        "--set, --config, REMORA_* variables or your own ~/.config/remora/remora.yaml)"
+    )
 
 
 def find_config_file(start: Path) -> Path | None:
@@ -619,11 +679,21 @@ def load_config(
     environ = os.environ if environ is None else environ
     if config_file is None and environ.get(ENV_CONFIG_FILE):
         config_file = Path(environ[ENV_CONFIG_FILE])
+    trusted = config_file is not None
     if config_file is None:
         config_file = find_config_file(target or Path.cwd())
     layers: list[tuple[str, dict[str, Any]]] = []
+    warnings: list[str] = []
+    user_file = user_config_file(environ)
+    if user_file is not None and user_file != config_file:
+        layers.append((str(user_file), read_config_file(user_file)))
     if config_file is not None:
-        layers.append((str(config_file), read_config_file(config_file)))
+        data = read_config_file(config_file)
+        if not trusted:
+            data, ignored = _without_trusted_only(data)
+            if ignored:
+                warnings.append(_ignored_warning(config_file, ignored))
+        layers.append((str(config_file), data))
     layers.append(("environment", env_overrides(environ)))
     layers.append(("flag", dict(overrides or {})))
     for (_, data), what in zip(
@@ -648,7 +718,7 @@ def load_config(
             for leaf in flatten_keys(data):
                 if key == leaf or key.startswith(leaf + ".") or leaf.startswith(key + "."):
                     sources[key] = label
-    return LoadedConfig(config=config, sources=sources, file=config_file)
+    return LoadedConfig(config=config, sources=sources, file=config_file, warnings=warnings)
 
 
 def _validate(

@@ -134,6 +134,8 @@ def load(target: Path | None, overrides: list[str] | None = None) -> LoadedConfi
         operations=registry.default_configs(),
     )
     registry.check_options(loaded)
+    for warning in loaded.warnings:
+        err_console.print(f"warning: {warning}", style="yellow", highlight=False, soft_wrap=True)
     return loaded
 
 
