@@ -63,6 +63,18 @@ STDLIB_VALUES = frozenset(
     | {f"operator.{name}" for name in _OPERATOR.split()}
     | {f"math.{name}" for name in _MATH.split()}
 )
+_STDLIB_DATA = frozenset(
+    {"datetime.timezone.utc", "math.pi", "math.e", "math.tau", "math.inf", "math.nan"}
+)
+# Callees that never call what they are given: a passed-only callable may be an argument of
+# these (``list([scale])``), but of no other call (``map(scale, ...)`` calls it).
+_NEVER_CALL = frozenset(
+    {
+        "abs", "all", "any", "callable", "chr", "divmod", "enumerate", "hex", "isinstance", "len",
+        "next", "object", "oct", "ord", "repr", "reversed", "round", "sum", "zip",
+    }
+)  # fmt: skip
+_NON_CALLING = DATA_BUILTINS | STDLIB_CONSTRUCTORS | _NEVER_CALL
 HELPER_MODULES = frozenset(name.split(".")[0] for name in STDLIB_CONSTRUCTORS | STDLIB_VALUES)
 _SIZED = frozenset({"range", "bytes", "bytearray"})
 _DUNDER = re.compile(r"__\w+__")
@@ -104,7 +116,10 @@ class Scope:
     """What a case may name in one module, resolved from its source.
 
     ``classes`` (bound once, by a top-level ``class``) may be called and have a member read
-    (``Color.RED``); ``defined`` names (functions, constants) may be passed but not called;
+    but not called (``Color.RED``, not ``Shell.execute(...)``); ``defined`` names (functions,
+    constants) may be passed but not called, and the same holds for passing them to a call
+    that may call them (``map(run, ...)``, ``sorted(..., key=run)``, ``Task(run)``), see
+    :func:`check_expression`;
     ``aliases`` are names bound once by ``from datetime import date``-style imports of the
     standard allowlist; ``imported`` names are refused. ``bound`` is every name the module
     binds (a builtin it rebinds is its own name, not the builtin) and ``shadowed`` those not
@@ -325,8 +340,23 @@ def exception_name(text: object, scope: Scope) -> str:
     raise CaseError(f"{text!r} is neither a builtin exception nor a name of the module")
 
 
-def check_expression(node: ast.AST, scope: Scope, bound: frozenset[str] = frozenset()) -> None:
-    """CaseError unless every part of ``node`` is data a test may contain (see the module)."""
+def check_expression(
+    node: ast.AST,
+    scope: Scope,
+    bound: frozenset[str] = frozenset(),
+    caller: str | None = None,
+    carried: frozenset[str] = frozenset(),
+) -> None:
+    """CaseError unless every part of ``node`` is data a test may contain (see the module).
+
+    What a case may pass but not call (a module's functions and constants, ``Class.member``,
+    ``operator.add``) it may pass only where nothing but the function under test can call it:
+    ``caller`` names the innermost call around ``node`` that may call its arguments (``map``,
+    ``sorted``, a class of the module; anything but data constructors and the builtins in
+    ``_NON_CALLING``), and inside one such a name is refused as if it were called. The
+    ``carried`` names, bound by a lambda default or a comprehension over such a name
+    (``[map(f, ...) for f in [run]]``), count as that name.
+    """
     if isinstance(node, ast.Starred):
         raise CaseError("'*' unpacking is not allowed; write each argument")
     if isinstance(node, ast.Constant):
@@ -338,18 +368,22 @@ def check_expression(node: ast.AST, scope: Scope, bound: frozenset[str] = frozen
         return
     if isinstance(node, ast.Name):
         _check_name(node.id, scope, bound, called=False)
+        if caller is not None and _passed_only(node, scope, bound, carried):
+            _refuse_passing(node.id, caller)
         return
     if isinstance(node, ast.Attribute):
         _check_dotted(node, scope, bound, called=False)
+        if caller is not None and _passed_only(node, scope, bound, carried):
+            _refuse_passing(ast.unparse(node), caller)
         return
     if isinstance(node, ast.Call):
-        _check_call(node, scope, bound)
+        _check_call(node, scope, bound, caller, carried)
         return
     if isinstance(node, ast.Lambda):
-        _check_lambda(node, scope, bound)
+        _check_lambda(node, scope, bound, caller, carried)
         return
     if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
-        _check_comprehension(node, scope, bound)
+        _check_comprehension(node, scope, bound, caller, carried)
         return
     if isinstance(node, ast.Subscript):
         owner = node.value
@@ -367,7 +401,60 @@ def check_expression(node: ast.AST, scope: Scope, bound: frozenset[str] = frozen
     elif not isinstance(node, _PLAIN_NODES):
         raise CaseError(f"{type(node).__name__} expressions are not allowed in a case")
     for child in ast.iter_child_nodes(node):
-        check_expression(child, scope, bound)
+        check_expression(child, scope, bound, caller, carried)
+
+
+def _passed_only(
+    node: ast.Name | ast.Attribute, scope: Scope, bound: frozenset[str], carried: frozenset[str]
+) -> bool:
+    """Whether ``node`` (already checked) names what a case may pass but not call."""
+    if isinstance(node, ast.Name):
+        if node.id in bound:
+            return node.id in carried
+        if node.id in scope.classes:
+            return False
+        if node.id in SAFE_BUILTINS and node.id not in scope.bound:
+            return False
+        dotted = scope.aliases.get(node.id)
+        if dotted is not None:
+            return dotted not in STDLIB_CONSTRUCTORS | _STDLIB_DATA
+        return True
+    text = _dotted(node) or ""
+    return text not in STDLIB_CONSTRUCTORS | _STDLIB_DATA
+
+
+def _carries(node: ast.AST, scope: Scope, bound: frozenset[str], carried: frozenset[str]) -> bool:
+    """Whether ``node`` (already checked) may evaluate to something a case may only pass."""
+    for part in ast.walk(node):
+        if isinstance(part, ast.Attribute) and _passed_only(part, scope, bound, carried):
+            return True
+    return any(
+        name in carried if name in bound else _passed_only(ast.Name(id=name), scope, bound, carried)
+        for name in free_names(node)
+    )
+
+
+def _refuse_passing(text: str, caller: str) -> None:
+    raise CaseError(
+        f"'{text}' can be passed but not called in a case, and {caller}(...) may call it; "
+        f"pass '{text}' only to the function under test, or use a lambda or a builtin"
+    )
+
+
+def _callee(node: ast.Call, scope: Scope, caller: str | None) -> str | None:
+    """The ``caller`` for the arguments of ``node``: unchanged where ``node`` calls a data
+    constructor or a builtin that never calls its arguments, else ``node``'s callee."""
+    text = _dotted(node.func) or "the call"
+    if isinstance(node.func, ast.Name):
+        name = node.func.id
+        if name in _NON_CALLING and name in DATA_BUILTINS | SAFE_BUILTINS:
+            if name not in scope.bound:
+                return caller
+        elif scope.aliases.get(name) in STDLIB_CONSTRUCTORS:
+            return caller
+    elif text in STDLIB_CONSTRUCTORS:
+        return caller
+    return text
 
 
 def _check_name(name: str, scope: Scope, bound: frozenset[str], *, called: bool) -> None:
@@ -422,6 +509,11 @@ def _check_dotted(
             f"'{text}' reads an attribute of a parameter; a lambda may only compute data"
         )
     if root in scope.classes and len(parts) == 1:
+        if called:
+            raise CaseError(
+                f"'{text}' can be passed but not called in a case; call the class itself, "
+                f"e.g. {root}(...)"
+            )
         return
     if text in STDLIB_CONSTRUCTORS or text in STDLIB_VALUES:
         if root in scope.shadowed:
@@ -436,7 +528,13 @@ def _check_dotted(
     )
 
 
-def _check_call(node: ast.Call, scope: Scope, bound: frozenset[str]) -> None:
+def _check_call(
+    node: ast.Call,
+    scope: Scope,
+    bound: frozenset[str],
+    caller: str | None = None,
+    carried: frozenset[str] = frozenset(),
+) -> None:
     if isinstance(node.func, ast.Name):
         _check_name(node.func.id, scope, bound, called=True)
         if node.func.id in _SIZED and node.func.id not in bound:
@@ -446,8 +544,9 @@ def _check_call(node: ast.Call, scope: Scope, bound: frozenset[str]) -> None:
     else:
         raise CaseError("only named functions can be called in a case")
     _check_keywords(node.keywords)
+    inner = _callee(node, scope, caller)
     for argument in [*node.args, *(k.value for k in node.keywords)]:
-        check_expression(argument, scope, bound)
+        check_expression(argument, scope, bound, inner, carried)
 
 
 def _check_keywords(keywords: list[ast.keyword]) -> None:
@@ -475,40 +574,60 @@ def _parameters(node: ast.Lambda) -> list[str]:
     return names + [a.arg for a in (params.vararg, params.kwarg) if a is not None]
 
 
-def _check_lambda(node: ast.Lambda, scope: Scope, bound: frozenset[str]) -> None:
+def _check_lambda(
+    node: ast.Lambda,
+    scope: Scope,
+    bound: frozenset[str],
+    caller: str | None = None,
+    carried: frozenset[str] = frozenset(),
+) -> None:
     """A lambda computes data from its own parameters; its defaults are checked outside it."""
     names = _parameters(node)
     if any(_DUNDER.fullmatch(name) for name in names):
         raise CaseError("special (dunder) parameter names are not allowed")
     params = node.args
-    for default in [*params.defaults, *(d for d in params.kw_defaults if d is not None)]:
-        check_expression(default, scope, bound)
-    check_expression(node.body, scope, bound | frozenset(names))
+    positional = [*params.posonlyargs, *params.args]
+    pairs = [
+        *zip(positional[len(positional) - len(params.defaults) :], params.defaults, strict=True),
+        *((a, d) for a, d in zip(params.kwonlyargs, params.kw_defaults, strict=True) if d),
+    ]
+    inner = carried - frozenset(names)
+    for argument, default in pairs:
+        check_expression(default, scope, bound, caller, carried)
+        if _carries(default, scope, bound, carried):
+            inner |= {argument.arg}
+    check_expression(node.body, scope, bound | frozenset(names), caller, inner)
 
 
 def _check_comprehension(
     node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
     scope: Scope,
     bound: frozenset[str],
+    caller: str | None = None,
+    carried: frozenset[str] = frozenset(),
 ) -> None:
     """Each iterable is data, so every value the comprehension binds and builds is data."""
     inner = bound
     for generator in node.generators:
         if generator.is_async:
             raise CaseError("async comprehensions are not allowed in a case")
-        check_expression(generator.iter, scope, inner)
+        check_expression(generator.iter, scope, inner, caller, carried)
         targets = [generator.target]
         if isinstance(generator.target, ast.Tuple):
             targets = list(generator.target.elts)
         names = [t.id for t in targets if isinstance(t, ast.Name)]
         if len(names) != len(targets) or any(_DUNDER.fullmatch(n) for n in names):
             raise CaseError("comprehension targets must be plain names")
+        if _carries(generator.iter, scope, inner, carried):
+            carried = carried | frozenset(names)
+        else:
+            carried = carried - frozenset(names)
         inner = inner | frozenset(names)
         for condition in generator.ifs:
-            check_expression(condition, scope, inner)
+            check_expression(condition, scope, inner, caller, carried)
     parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
     for part in parts:
-        check_expression(part, scope, inner)
+        check_expression(part, scope, inner, caller, carried)
 
 
 def _check_size(node: ast.BinOp) -> None:
