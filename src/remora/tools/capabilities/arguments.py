@@ -75,6 +75,9 @@ _NEVER_CALL = frozenset(
     }
 )  # fmt: skip
 _NON_CALLING = DATA_BUILTINS | STDLIB_CONSTRUCTORS | _NEVER_CALL
+_CALLS_ONLY_KEYWORDS = frozenset({"min", "max", "sorted"})
+"""Builtins that call only their ``key=`` (``max(LIMIT, 3)`` compares, ``max(xs, key=run)``
+calls)."""
 HELPER_MODULES = frozenset(name.split(".")[0] for name in STDLIB_CONSTRUCTORS | STDLIB_VALUES)
 _SIZED = frozenset({"range", "bytes", "bytearray"})
 _DUNDER = re.compile(r"__\w+__")
@@ -447,6 +450,8 @@ def _callee(node: ast.Call, scope: Scope, caller: str | None) -> str | None:
     text = _dotted(node.func) or "the call"
     if isinstance(node.func, ast.Name):
         name = node.func.id
+        if name in scope.classes:
+            return caller  # the module's own class, as trusted as the function under test
         if name in _NON_CALLING and name in DATA_BUILTINS | SAFE_BUILTINS:
             if name not in scope.bound:
                 return caller
@@ -545,8 +550,15 @@ def _check_call(
         raise CaseError("only named functions can be called in a case")
     _check_keywords(node.keywords)
     inner = _callee(node, scope, caller)
-    for argument in [*node.args, *(k.value for k in node.keywords)]:
-        check_expression(argument, scope, bound, inner, carried)
+    key_only = (
+        isinstance(node.func, ast.Name)
+        and node.func.id in _CALLS_ONLY_KEYWORDS
+        and node.func.id not in scope.bound
+    )
+    for argument in node.args:
+        check_expression(argument, scope, bound, caller if key_only else inner, carried)
+    for item in node.keywords:
+        check_expression(item.value, scope, bound, inner, carried)
 
 
 def _check_keywords(keywords: list[ast.keyword]) -> None:
