@@ -2,7 +2,7 @@
 change a version-control directory.
 
 The attacks run through the real capabilities (``call_function``, ``observe_cases``,
-``characterization_result``, ``pytest_run``) on a real overlay workspace with the real
+``pytest_run``) on a real overlay workspace with the real
 sandbox, over a project that is a real git repository; accept goes through the real review.
 On the old code an observed ``save('.git/config', ...)`` became a workspace change, accept
 wrote it, and the next ``git status`` ran the ``core.fsmonitor`` command it named.
@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 
 from remora.errors import WorkspaceError
-from remora.operations.characterize.characterization import characterization_result
-from remora.operations.characterize.inputs import observe_cases
+from remora.operations.characterize.inputs import draft, observe_cases
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.capabilities.call import call_function
 from remora.tools.capabilities.pytest_runner import pytest_run
@@ -157,16 +156,16 @@ def test_an_observed_purge_deletes_nothing(root: Path, isolation: str) -> None:
     assert git(root, "status", "--porcelain").stdout == ""
 
 
-def test_observing_inputs_and_characterizing_write_nothing_back(root: Path) -> None:
-    """Input probing and characterization call ``double`` many times (each call appends to
-    ``.git/config`` and deletes keep.txt); the only change is the generated test file."""
+def test_observing_inputs_writes_nothing_back_and_keeps_no_such_case(root: Path) -> None:
+    """Input probing calls ``double`` many times (each call appends to ``.git/config`` and
+    deletes keep.txt): nothing comes back to the workspace, and no case is kept, since its
+    test would do the same to the project at the user's next ``pytest`` (issue 47)."""
     ctx = capability_context(root, {"workspace_id": str(root)}, isolation="bwrap")
     observed = observe_cases(ctx, "pkg/mod.py", "double", model_inputs=False)
-    assert observed["verdicts"].get("kept", 0) >= 1
+    assert observed["verdicts"].get("kept", 0) == 0
+    reasons = [o.reason for o in draft(ctx, "pkg/mod.py", "double").observations]
+    assert reasons and all("outside its own directory" in reason for reason in reasons)
     assert ctx.store.changed_paths() == []
-    result = characterization_result(ctx, "pkg/mod.py", "double")
-    assert result["ok"] is True, result
-    assert ctx.store.changed_paths() == [result["path"]]
     assert ctx.store.read("keep.txt") == b"keep\n"
 
 

@@ -17,6 +17,7 @@ called, TOOL_702 the process running the cases kept dying, TOOL_705 no usable ca
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -481,10 +482,31 @@ def run_cases(
         second = _run_all(
             ctx, box, target, again, [span.first, span.last], seed="2", travel=TRAVEL_TO
         )
+    root = str(ctx.store.root)
     return [
-        _judge(case, source, receiver, first.get(index), second.get(index))
+        _unsafe(case, source, receiver, root)
+        or _judge(case, source, receiver, first.get(index), second.get(index))
         for index, (case, source, receiver) in enumerate(planned)
     ]
+
+
+_GIT = re.compile(r"(?<![\w.])\.git(?!\w)")
+
+
+def _unsafe(case: Case, source: str, receiver: str | None, root: str) -> Observation | None:
+    """A case whose test the user's pytest must never run: its text names ``.git`` or the
+    project's absolute path (``save('/repo/.git/config', ...)`` passed observation, whose
+    writes the sandbox threw away, and then wrote the real file at the next ``pytest``)."""
+    text = case.text + (receiver or "")
+    if _GIT.search(text) or (len(root) > 1 and root in text):
+        return Observation(
+            case=case.text,
+            receiver=receiver,
+            source=source,
+            verdict="misuse",
+            reason="it names .git or the project's own path: its test could change the project",
+        )
+    return None
 
 
 def _run_all(
@@ -526,6 +548,10 @@ def _judge(
     base: dict[str, Any] = {"case": case.text, "receiver": receiver, "source": source}
     if "crashed" in record:
         return Observation(**base, verdict="crashed", reason=str(record["crashed"])[:200])
+    written = [*record.get("wrote_outside", []), *(second or {}).get("wrote_outside", [])]
+    if written:
+        reason = f"it wrote or deleted outside its own directory ({written[0]}): its test would too"
+        return Observation(**base, verdict="misuse", reason=reason[:200])
     if record.get("timed_out"):
         return Observation(
             **base, verdict="timed_out", reason=f"ran longer than {CASE_TIMEOUT:g} s"

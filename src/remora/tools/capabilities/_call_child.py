@@ -294,10 +294,11 @@ def observe_case(
     workdir.mkdir(parents=True, exist_ok=True)
     os.chdir(workdir)
     stdout = io.StringIO()
+    outside: list[str] = []
     started = time.perf_counter()
     signal.setitimer(signal.ITIMER_REAL, float(request["case_timeout"]))
     try:
-        with contextlib.redirect_stdout(stdout):
+        with contextlib.redirect_stdout(stdout), WATCH.watching(workdir) as outside:
             scope = dict(names)
             args = [eval(text, scope) for text in case["args"]]
             kwargs = {key: eval(text, scope) for key, text in case["kwargs"]}
@@ -334,7 +335,70 @@ def observe_case(
     record["stdout_truncated"] = len(stdout.getvalue()) > STDOUT_LIMIT
     record["arcs"] = sorted(arcs)
     record["wrote_files"] = any(workdir.iterdir())
+    if outside:
+        record["wrote_outside"] = list(outside)
     return record
+
+
+class WriteWatch:
+    """What a case writes or deletes outside its own working directory, seen through an
+    audit hook (``sys.addaudithook``; it cannot be removed, so it is installed once and
+    watches only while a case runs). A test of such a call would do the same in the user's
+    project when pytest runs it: write ``.git/config``, delete a file."""
+
+    _EVENTS = frozenset(
+        {
+            "os.remove",
+            "os.rmdir",
+            "os.mkdir",
+            "os.truncate",
+            "os.chmod",
+            "os.chown",
+            "os.symlink",
+            "os.link",
+            "os.utime",
+            "shutil.rmtree",
+        }
+    )
+    _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+    def __init__(self) -> None:
+        self.workdir: str | None = None
+        self.seen: list[str] = []
+        sys.addaudithook(self._hook)
+
+    def _hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if self.workdir is None:
+            return
+        paths: list[Any] = []
+        if event == "open" and len(args) >= 3:
+            path, mode, flags = args[0], args[1], args[2]
+            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & self._WRITE_FLAGS
+            )
+            paths = [path] if writes else []
+        elif event in ("os.rename", "os.replace") and len(args) >= 2:
+            paths = [args[0], args[1]]
+        elif event in self._EVENTS and args:
+            paths = [args[0]]
+        for path in paths:
+            if isinstance(path, int) or path is None:
+                continue
+            try:
+                full = os.path.abspath(os.fsdecode(path))
+            except (TypeError, ValueError):
+                continue
+            inside = full == self.workdir or full.startswith(self.workdir + os.sep)
+            if not inside and len(self.seen) < 5 and full not in self.seen:
+                self.seen.append(full)
+
+    @contextlib.contextmanager
+    def watching(self, workdir: Path) -> Iterator[list[str]]:
+        self.workdir, self.seen = os.path.abspath(workdir), []
+        try:
+            yield self.seen
+        finally:
+            self.workdir = None
 
 
 def make_tracer(file: str, span: list[int], arcs: set[tuple[int, int]]) -> Any:
@@ -366,6 +430,9 @@ def make_tracer(file: str, span: list[int], arcs: set[tuple[int, int]]) -> Any:
     return outer
 
 
+WATCH: WriteWatch
+
+
 def observe(request: dict[str, Any], result_path: Path) -> None:
     """Run every case of an observe request, appending one JSON line per case."""
     file = Path(request["file"])
@@ -375,6 +442,8 @@ def observe(request: dict[str, Any], result_path: Path) -> None:
         raise CaseTimeout
 
     signal.signal(signal.SIGALRM, on_alarm)
+    global WATCH
+    WATCH = WriteWatch()
     with result_path.open("a", encoding="utf-8") as out:
         if request.get("travel") is not None:
             unavailable = travel(float(request["travel"]), request.get("lend", []))
