@@ -166,6 +166,11 @@ def _process_start(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
+_PID_MAX = 2**31 - 1
+"""The largest process id there can be (``pid_t``); a larger one, zero or a negative one
+names no process (``os.kill`` would overflow or signal a whole group)."""
+
+
 class RunOwner(BaseModel):
     """The process running a run: a run whose owner is gone can never finish."""
 
@@ -181,6 +186,8 @@ class RunOwner(BaseModel):
         """Whether the owner has ended (only known on its own host)."""
         if self == _this_process() or self.host != socket.gethostname():
             return False  # this very process (each job's record reads it), or unknowable
+        if not 0 < self.pid <= _PID_MAX:
+            return True  # no process has that id (a damaged or forged manifest)
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:

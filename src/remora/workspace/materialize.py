@@ -252,6 +252,8 @@ def _capture_file(source: ViewSource, state: _ViewState, rel: str, path: Path) -
 
 
 def _alive(pid: int) -> bool:
+    if not 0 < pid <= 2**31 - 1:
+        return False  # no process has that id (a forged name; os.kill would overflow)
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -274,7 +276,9 @@ def sweep_stale_views(views_dir: Path) -> int:
     removed = 0
     for name in names:
         owner, _, _rest = name.partition("-")
-        if not owner.isdigit() or int(owner) == os.getpid() or _alive(int(owner)):
+        if not (owner.isascii() and owner.isdigit()):
+            continue  # not a view's name
+        if int(owner) == os.getpid() or _alive(int(owner)):
             continue
         shutil.rmtree(views_dir / name, ignore_errors=True)
         removed += 1
