@@ -108,7 +108,9 @@ class WorkspaceError(RemoraError):
     file or directory, or Remora's state, cannot be written or read (read-only, immutable,
     permission denied, I/O error), WS_018 a write would take a workspace past
     ``workspace.max_mb``, WS_019 a write or delete (or an accept) in a version-control
-    directory (``.git``, ``.hg``, ``.svn``, ``.bzr``), which no workspace may change.
+    directory (``.git``, ``.hg``, ``.svn``, ``.bzr``), which no workspace may change,
+    WS_020 review's editor (``$VISUAL``/``$EDITOR``) cannot be run: it does not split
+    into a command (an unbalanced quote) or is not found.
     """
 
     prefix = "WS"

@@ -9,7 +9,7 @@ side's module as a union: names join the other side's import of the same module,
 plain imports go after its imports, statements it already has verbatim (the module
 docstring) are not repeated, the rest is appended. Anything else (a statement removed or
 changed, an addition other than an import or a definition, a name defined on both sides,
-text that does not parse) is not a union: None.
+text that does not parse, or nests too deeply to parse) is not a union: None.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ class _Module:
     def parse(cls, text: str) -> _Module | None:
         try:
             tree = pyast.parse(text)
-        except (SyntaxError, ValueError):
-            return None
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None  # nesting past the parser's limit (``x = 1 + 1 + ...``) is no union
         module = cls(text.splitlines(keepends=True))
         for node in tree.body:
             start = min([node.lineno, *(d.lineno for d in _decorators(node))])

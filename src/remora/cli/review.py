@@ -243,6 +243,7 @@ def _edit(service: ReviewService, job: JobRecord) -> str:
     """Open each file the change touches, as proposed, in the user's editor; what is saved
     replaces the proposal in the workspace, so accepting writes the edited version."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    command = _editor_command(editor)
     edited: list[str] = []
     with service.manager.open(job.workspace_id or "") as workspace:
         for path in workspace.changed_paths():
@@ -254,7 +255,12 @@ def _edit(service: ReviewService, job: JobRecord) -> str:
             with tempfile.TemporaryDirectory() as folder:
                 draft = Path(folder) / f"proposed{suffix}"
                 draft.write_bytes(proposed)
-                done = subprocess.run([*shlex.split(editor), str(draft)], check=False)
+                try:
+                    done = subprocess.run([*command, str(draft)], check=False)
+                except OSError as exc:
+                    raise _editor_error(
+                        editor, f"cannot be run ({exc.strerror or exc}); nothing changed"
+                    ) from None
                 if done.returncode != 0:
                     return f"the editor ({editor}) exited with {done.returncode}; nothing changed"
                 saved = draft.read_bytes()
@@ -262,6 +268,27 @@ def _edit(service: ReviewService, job: JobRecord) -> str:
                 workspace.write(path, saved)
                 edited.append(path)
     return "edited " + ", ".join(edited) if edited else "no edit saved"
+
+
+def _editor_command(editor: str) -> list[str]:
+    """``$VISUAL``/``$EDITOR`` split as a shell would (``code --wait``); WS_020 when it
+    does not split (an unbalanced quote) or names nothing."""
+    try:
+        command = shlex.split(editor)
+    except ValueError as exc:
+        raise _editor_error(editor, f"is not a command ({exc}); nothing changed") from None
+    if not command:
+        raise _editor_error(editor, "names no command; nothing changed")
+    return command
+
+
+def _editor_error(editor: str, what: str) -> WorkspaceError:
+    return WorkspaceError(
+        "WS_020",
+        f"the editor {editor!r} (from $VISUAL or $EDITOR) {what}",
+        "set VISUAL or EDITOR to a command, quoted as in a shell (e.g. EDITOR='code --wait'), "
+        "and press e again, or accept, reject or skip the proposal as it is",
+    )
 
 
 def _decide(service: ReviewService, job: JobRecord, choice: str) -> str:
