@@ -6,6 +6,10 @@ fetch ``remora eval`` uses) into a cache folder and its import packages become c
 entries. Nothing is bundled, and none of the evaluation packages can be pinned
 (:data:`~remora.training.corpus.HELD_OUT`).
 
+A line pins exactly one package to one concrete version, ``name==version``: no wildcard
+(``==1.*``), other specifier, environment marker, extras or URL, and a name of at most
+:data:`MAX_NAME` characters (a longer one is no package and makes no cache folder).
+
 Codes: TRAIN_010 a pinned package is kept for evaluation, TRAIN_015 the list is unusable.
 """
 
@@ -18,13 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
 
 from remora.errors import EvalError, TrainingError
 from remora.evaluation.package import resolve_package
 from remora.training.corpus import HELD_OUT
 
 PINNED_FILE = Path(__file__).with_name("packages.txt")
+MAX_NAME = 100
+"""The longest package name a pin may give (PyPI's longest are far shorter)."""
+MAX_VERSION = 64
+"""The longest version a pin may give."""
 _DONE = "entries.json"
+_PIN_HINT = "write name==version, so every training run reads the same code"
 
 
 @dataclass
@@ -40,36 +50,62 @@ class PinnedCorpus:
         return [path for paths in self.entries.values() for path in paths]
 
 
-def pinned_specs(path: Path = PINNED_FILE) -> list[str]:
-    """The pinned requirements (``name==version``, one a line, ``#`` comments), checked."""
+def pinned_specs(path: Path | None = None) -> list[str]:
+    """The pinned requirements of ``path`` (default :data:`PINNED_FILE`; ``name==version``,
+    one a line, ``#`` comments), checked, each as ``name==version``."""
+    path = PINNED_FILE if path is None else path
     specs: list[str] = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            raise TrainingError(
-                "TRAIN_015",
-                f"{path.name}:{number}: {text!r} is not a requirement",
-                "write name==version",
-            ) from None
-        pins = [spec for spec in requirement.specifier if spec.operator == "=="]
-        if len(pins) != 1:
-            raise TrainingError(
-                "TRAIN_015",
-                f"{path.name}:{number}: {text!r} is not pinned to one version",
-                "write name==version, so every training run reads the same code",
-            )
-        if _module_name(requirement.name) in HELD_OUT:
+        spec = _pin(text, f"{path.name}:{number}")
+        if _module_name(spec.partition("==")[0]) in HELD_OUT:
             raise TrainingError(
                 "TRAIN_010",
-                f"{requirement.name} is kept for evaluation and cannot be trained on",
+                f"{spec.partition('==')[0]} is kept for evaluation and cannot be trained on",
                 f"remove it from {path.name}",
             )
-        specs.append(text)
+        specs.append(spec)
     return specs
+
+
+def _pin(text: str, where: str) -> str:
+    """``text`` as ``name==version`` when it pins one package to one concrete version;
+    TRAIN_015 (naming ``where``, the file and line) otherwise."""
+    shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+    def refuse(why: str, hint: str = _PIN_HINT) -> TrainingError:
+        return TrainingError("TRAIN_015", f"{where}: {shown!r} {why}", hint)
+
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        raise refuse("is not a requirement", "write name==version") from None
+    if len(requirement.name) > MAX_NAME:
+        raise refuse(
+            f"names a package of {len(requirement.name)} characters, more than {MAX_NAME}",
+            "write the package's real name, as PyPI spells it",
+        )
+    if requirement.marker is not None:
+        raise refuse("has an environment marker", f"{_PIN_HINT}, with no '; ...'")
+    if requirement.extras:
+        raise refuse("asks for extras", f"{_PIN_HINT}, with no [extras]")
+    if requirement.url is not None:
+        raise refuse("is a URL", f"{_PIN_HINT}, fetched from the package index")
+    specifiers = list(requirement.specifier)
+    if len(specifiers) != 1 or specifiers[0].operator != "==":
+        raise refuse("is not pinned to one version")
+    version = specifiers[0].version
+    if version.endswith(".*"):
+        raise refuse("is a wildcard, not one version")
+    if len(version) > MAX_VERSION:
+        raise refuse(f"has a version of {len(version)} characters, more than {MAX_VERSION}")
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise refuse("is not pinned to a valid version") from None
+    return f"{requirement.name}=={version}"
 
 
 def _module_name(name: str) -> str:
@@ -100,6 +136,9 @@ def fetch_pinned(
             source = resolve_package(spec, folder)
         except EvalError as exc:
             corpus.failed[spec] = exc.message
+            continue
+        except OSError as exc:  # e.g. a name too long for a folder (ENAMETOOLONG)
+            corpus.failed[spec] = f"cannot fetch it into {cache}: {exc.strerror or exc}"
             continue
         base = source.root / source.path_entry if source.path_entry else source.root
         paths = [base / entry for entry in source.entries]
