@@ -6,13 +6,20 @@ into the evaluation's work directory at run time (no wheel: the tests and the so
 published). Nothing of the package is kept outside that directory.
 
 Each variant (a baseline, Remora) works on its own scratch copy, a :class:`Project`, whose
-code comes first on ``PYTHONPATH`` in every command run on it.
+code comes first on ``PYTHONPATH`` in every command run on it. A copy holds the package's
+regular files, directories and symlinks (as links); FIFOs, sockets and devices are left out
+silently, as an unpacked sdist has none (``tarfile``'s data filter refuses them) and no
+Python code or test of the package is such a file. An archive is unpacked only when its
+members' declared sizes and count stay within :data:`MAX_UNPACKED_BYTES` and
+:data:`MAX_UNPACKED_MEMBERS` (EVAL_002 otherwise).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import sys
 import tarfile
 import zipfile
@@ -31,6 +38,14 @@ from remora.tools.process import DEFAULT_OUTPUT_LIMIT
 
 FETCH_TIMEOUT_S = 300.0
 ARCHIVES = (".tar.gz", ".tgz", ".tar.bz2", ".zip")
+MAX_UNPACKED_BYTES = 500_000_000
+"""The most an archive may unpack to, in bytes: the sum of its members' declared sizes (tar
+headers' ``size``, zip entries' ``file_size``), checked before anything is extracted. The
+largest sdists on PyPI unpack to a few hundred MB; more is a decompression bomb (a 300 KB
+archive that unpacked to 601 MB filled the work directory)."""
+MAX_UNPACKED_MEMBERS = 100_000
+"""The most members (files, directories, links) an archive may hold, checked with the size
+before anything is extracted: each costs an inode and a write, and sdists hold thousands."""
 IMPORT_TIMEOUT_S = 120.0
 NOT_PACKAGES = frozenset(
     {"tests", "test", "testing", "docs", "doc", "examples", "example", "benchmarks", "bench"}
@@ -54,6 +69,32 @@ COPY_IGNORE = shutil.ignore_patterns(
     ".hypothesis",
     ".remora",
 )
+_COPIED_TYPES = (stat.S_ISREG, stat.S_ISDIR, stat.S_ISLNK)
+
+
+def _copy_ignore(directory: str, names: list[str]) -> set[str]:
+    """What a scratch copy leaves out of ``directory``: :data:`COPY_IGNORE`'s names and every
+    entry that is neither a regular file, a directory nor a symlink (a FIFO, socket or device,
+    which ``shutil.copytree`` cannot copy: opening a FIFO blocks, reading a device never ends)."""
+    ignored = set(COPY_IGNORE(directory, names))
+    for name in names:
+        if name in ignored:
+            continue
+        try:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+        except OSError:
+            continue  # gone since listed: copytree reports it as it would any other error
+        if not any(is_type(mode) for is_type in _COPIED_TYPES):
+            ignored.add(name)
+    return ignored
+
+
+def copy_tree(source: Path, dest: Path) -> None:
+    """A scratch copy of ``source`` at ``dest`` (which must not exist): symlinks as links,
+    without :data:`COPY_IGNORE`'s names, nor FIFOs, sockets or devices."""
+    shutil.copytree(source, dest, ignore=_copy_ignore, symlinks=True)
+
+
 _SUMMARY = re.compile(r"\d+ (passed|failed|error|errors|skipped|deselected|xfailed|xpassed)\b")
 
 
@@ -92,14 +133,14 @@ class PackageSource:
     def copy_to(self, dest: Path) -> Project:
         """A fresh scratch copy of the package (``dest`` must not exist)."""
         if self.copied is None:
-            shutil.copytree(self.root, dest, ignore=COPY_IGNORE, symlinks=True)
+            copy_tree(self.root, dest)
         else:
             dest.mkdir(parents=True)
             for name in self.copied:
                 source = self.root / name
                 if source.is_dir():
-                    shutil.copytree(source, dest / name, ignore=COPY_IGNORE, symlinks=True)
-                else:
+                    copy_tree(source, dest / name)
+                elif source.is_file():
                     shutil.copy2(source, dest / name)
         return Project(dest, self)
 
@@ -118,7 +159,7 @@ class Project:
 
     def copy_to(self, dest: Path) -> Project:
         """A copy of this project as it is now (changes included)."""
-        shutil.copytree(self.root, dest, ignore=COPY_IGNORE, symlinks=True)
+        copy_tree(self.root, dest)
         return Project(dest, self.source)
 
     def run(
@@ -246,10 +287,10 @@ def resolve_package(spec: str, work: Path) -> PackageSource:
 
 
 def _local(spec: str, path: Path) -> PackageSource:
-    if path.is_file():
+    if not path.is_dir():
         raise EvalError(
             "EVAL_003",
-            f"{spec} is a file",
+            f"{spec} is a file" if path.is_file() else f"{spec} is not a directory",
             "give the project directory or the package directory that holds it",
         )
     if (path / "__init__.py").is_file():
@@ -275,7 +316,8 @@ def _layout(spec: str, name: str, version: str | None, root: Path) -> PackageSou
     modules = tuple(
         child.name
         for child in sorted(root.glob("*.py"))
-        if child.name not in NOT_MODULES
+        if child.is_file()
+        and child.name not in NOT_MODULES
         and child.stem.isidentifier()
         and not is_test_path(child.name)
     )
@@ -320,19 +362,27 @@ def _fetch_sdist(spec: str, directory: Path) -> Path:
 
 
 def _unpack(archive: Path, directory: Path) -> Path:
-    """The sdist ``archive`` unpacked under ``directory``; its single top directory."""
+    """The sdist ``archive`` unpacked under ``directory``; its single top directory.
+
+    Its members' declared sizes and count are checked against :data:`MAX_UNPACKED_BYTES` and
+    :data:`MAX_UNPACKED_MEMBERS` before anything is extracted (EVAL_002 when over); extraction
+    writes no more than the declared sizes (``tarfile`` copies ``size`` bytes, ``zipfile``
+    stops at ``file_size``)."""
     unpacked = directory / "unpacked"
     unpacked.mkdir(parents=True, exist_ok=True)
     try:
         if archive.name.endswith(".zip"):
             with zipfile.ZipFile(archive) as opened:
+                infos = opened.infolist()
+                _check_size(archive, len(infos), sum(info.file_size for info in infos))
                 for member in opened.namelist():
                     if member.startswith("/") or ".." in Path(member).parts:
                         raise OSError(f"unsafe member {member!r}")
                 opened.extractall(unpacked)
         else:
             with tarfile.open(archive) as opened:
-                opened.extractall(unpacked, filter="data")
+                members = _tar_members(archive, opened)
+                opened.extractall(unpacked, members=members, filter="data")
     except (OSError, tarfile.TarError, zipfile.BadZipFile) as exc:
         raise EvalError(
             "EVAL_002",
@@ -341,6 +391,44 @@ def _unpack(archive: Path, directory: Path) -> Path:
         ) from None
     roots = [path for path in unpacked.iterdir() if path.is_dir()]
     return roots[0] if len(roots) == 1 else unpacked
+
+
+def _tar_members(archive: Path, opened: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The tar's members, read header by header and refused (EVAL_002) as soon as their count
+    or declared size passes the limits, before the data past that header is decompressed."""
+    members: list[tarfile.TarInfo] = []
+    sizes: dict[str, int] = {}
+    total = 0
+    for member in opened:
+        members.append(member)
+        if member.isreg():
+            size = member.size
+            sizes[member.name] = size
+        elif member.islnk():  # extracted as a copy of its target where a link cannot be made
+            size = sizes.get(member.linkname, 0)
+        else:
+            size = 0
+        total += size
+        _check_size(archive, len(members), total)
+    return members
+
+
+def _check_size(archive: Path, members: int, total: int) -> None:
+    """Refuse ``archive`` (EVAL_002) when it holds too many members or unpacks too large."""
+    if members > MAX_UNPACKED_MEMBERS:
+        what = f"holds more than {MAX_UNPACKED_MEMBERS:,} members"
+    elif total > MAX_UNPACKED_BYTES:
+        what = (
+            f"would unpack to more than {MAX_UNPACKED_BYTES:,} bytes "
+            f"(its members declare at least {total:,})"
+        )
+    else:
+        return
+    raise EvalError(
+        "EVAL_002",
+        f"{archive.name} {what}, the limit for an sdist; nothing was unpacked",
+        "an sdist this large is not a package's source as published; check the archive",
+    )
 
 
 def _archive_name(archive: Path) -> str:
