@@ -13,6 +13,14 @@ Two template quirks are reproduced on purpose, because the model was trained on 
 property names ``description``, ``type``, ``properties``, ``required`` and ``nullable``
 are left out of declarations, and ``enum`` is only declared for STRING properties.
 
+Text the renderer did not write itself (messages, tool results, descriptions, keys and
+values) is passed through ``neutralize`` first: every control tag of the format or of
+Gemma's vocabulary in it (``<end_of_turn>``, ``<start_function_call>``, ``<escape>``,
+``<bos>``...) gets a zero-width space after its ``<``. The text reads the same, but the
+backends tokenize prompts with special tokens parsed, so an intact tag in a file or an
+observed value would otherwise become a real control token: the end of a turn, a call
+the model never made, or the end of a string.
+
 Parsing model output back into calls is the runner's job (``remora.runner.parsing``).
 """
 
@@ -42,6 +50,30 @@ TRIGGER_SENTENCE = "You are a model that can do function calling with the follow
 STOP_SEQUENCES: tuple[str, ...] = (START_RESPONSE, END_OF_TURN)
 """Where generation must stop: the model would otherwise invent the tool's response."""
 
+TAG_BREAK = "\u200b"
+"""What ``neutralize`` inserts after the ``<`` of a control tag in foreign text."""
+
+_CONTROL_TAG = re.compile(
+    r"<(?=(?:start_\w+|end_\w+|escape|bos|eos|pad|unk|mask|unused\d+|image_soft_token|/s)>)"
+)
+"""The ``<`` of every tag the tokenizer could read as a control token: the format's own
+(each starts ``<start_`` or ``<end_``, or is ``<escape>``) and Gemma 3's control tokens."""
+
+
+def neutralize(text: str) -> str:
+    """``text`` with every control tag broken by a zero-width space after its ``<``.
+
+    Readable as before, but no tokenizer can form the control token from it any more;
+    idempotent, so text that passes through twice is not changed again.
+    """
+    return _CONTROL_TAG.sub("<" + TAG_BREAK, text)
+
+
+def _text(value: Any) -> str:
+    """Foreign text (a value, key, name or description) as it may enter a prompt."""
+    return neutralize(str(value))
+
+
 _STANDARD_KEYS = frozenset({"description", "type", "properties", "required", "nullable"})
 _CALL_BLOCK = re.compile(re.escape(START_CALL) + r".*?" + re.escape(END_CALL), re.DOTALL)
 
@@ -59,20 +91,20 @@ def _scalar(value: Any) -> str:
 def format_argument(value: Any, *, escape_keys: bool = True) -> str:
     """One value in FunctionGemma syntax (the template's ``format_argument`` macro)."""
     if isinstance(value, str):
-        return ESCAPE + value + ESCAPE
+        return ESCAPE + neutralize(value) + ESCAPE
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, Mapping):
         parts = []
         for key, item in _dictsort(value):
-            name = ESCAPE + str(key) + ESCAPE if escape_keys else str(key)
+            name = ESCAPE + _text(key) + ESCAPE if escape_keys else _text(key)
             parts.append(name + ":" + format_argument(item, escape_keys=escape_keys))
         return "{" + ",".join(parts) + "}"
     if isinstance(value, Sequence):
         return (
             "[" + ",".join(format_argument(item, escape_keys=escape_keys) for item in value) + "]"
         )
-    return _scalar(value)
+    return _text(_scalar(value))
 
 
 class _Missing:
@@ -97,11 +129,11 @@ def _lookup(schema: Any, key: str) -> Any:
 
 def _upper(value: Any) -> str:
     """Jinja's ``upper`` filter: prints lists and None the way Python does."""
-    return str(value).upper()
+    return _text(str(value).upper())
 
 
 def _required_list(items: Any) -> str:
-    return ",".join(ESCAPE + str(item) + ESCAPE for item in items or [])
+    return ",".join(ESCAPE + _text(item) + ESCAPE for item in items or [])
 
 
 def _format_items(items: Mapping[str, Any]) -> str:
@@ -120,7 +152,7 @@ def _format_items(items: Mapping[str, Any]) -> str:
             else:
                 parts.append("type:" + format_argument([str(v).upper() for v in value]))
         else:
-            parts.append(key + ":" + format_argument(value))
+            parts.append(_text(key) + ":" + format_argument(value))
     return ",".join(parts)
 
 
@@ -130,7 +162,8 @@ def format_parameters(properties: Mapping[str, Any]) -> str:
     for key, value in _dictsort(properties):
         if key in _STANDARD_KEYS:
             continue
-        text = key + ":{description:" + ESCAPE + str(_lookup(value, "description")) + ESCAPE
+        description = _text(_lookup(value, "description"))
+        text = _text(key) + ":{description:" + ESCAPE + description + ESCAPE
         kind = _upper(_lookup(value, "type"))
         if kind == "STRING":
             enum = _lookup(value, "enum")
@@ -156,7 +189,14 @@ def format_parameters(properties: Mapping[str, Any]) -> str:
 
 def format_declaration(tool: ToolSpec) -> str:
     """``declaration:NAME{description:...,parameters:{...}}`` for one tool."""
-    text = "declaration:" + tool.name + "{description:" + ESCAPE + tool.description + ESCAPE
+    text = (
+        "declaration:"
+        + _text(tool.name)
+        + "{description:"
+        + ESCAPE
+        + neutralize(tool.description)
+        + ESCAPE
+    )
     params = tool.parameters
     if params:
         text += ",parameters:{"
@@ -180,9 +220,10 @@ def render_declaration(tool: ToolSpec) -> str:
 def render_call_body(name: str, arguments: Mapping[str, Any]) -> str:
     """``call:NAME{k:v,...}`` without the surrounding tags."""
     parts = [
-        key + ":" + format_argument(value, escape_keys=False) for key, value in _dictsort(arguments)
+        _text(key) + ":" + format_argument(value, escape_keys=False)
+        for key, value in _dictsort(arguments)
     ]
-    return "call:" + name + "{" + ",".join(parts) + "}"
+    return "call:" + _text(name) + "{" + ",".join(parts) + "}"
 
 
 def render_call(call: ToolCall) -> str:
@@ -194,13 +235,13 @@ def render_response(name: str, response: Any) -> str:
     """A tool's response block; a mapping is spread into keys, anything else is ``value``."""
     if isinstance(response, Mapping):
         parts = [
-            key + ":" + format_argument(value, escape_keys=False)
+            _text(key) + ":" + format_argument(value, escape_keys=False)
             for key, value in _dictsort(response)
         ]
         body = "{" + ",".join(parts) + "}"
     else:
         body = "{value:" + format_argument(response, escape_keys=False) + "}"
-    return START_RESPONSE + "response:" + name.strip() + body + END_RESPONSE
+    return START_RESPONSE + "response:" + _text(name.strip()) + body + END_RESPONSE
 
 
 def _tool_payload(message: Message, fallback_name: str) -> tuple[str, Any]:
@@ -238,7 +279,7 @@ def _answered_call_name(messages: Sequence[Message], index: int) -> str:
 
 
 def _system_text(content: str, has_tools: bool, ensure_trigger: bool) -> str:
-    text = content.strip()
+    text = neutralize(content.strip())
     if has_tools and ensure_trigger and TRIGGER_SENTENCE not in text:
         text = TRIGGER_SENTENCE if not text else text + "\n" + TRIGGER_SENTENCE
     return text
@@ -293,7 +334,7 @@ def render_prompt(
         content = message.content
         if message.tool_calls:
             content = _CALL_BLOCK.sub("", content)
-        out.append(content.strip())
+        out.append(neutralize(content.strip()))
         previous = "content"
         if message.tool_calls:
             out.extend(render_call(call) for call in message.tool_calls)

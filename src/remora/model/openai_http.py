@@ -62,7 +62,14 @@ from openai import AsyncOpenAI
 
 from remora.errors import ModelError
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
-from remora.model.functiongemma import BOS, END_CALL, START_CALL, STOP_SEQUENCES, render_request
+from remora.model.functiongemma import (
+    BOS,
+    END_CALL,
+    START_CALL,
+    STOP_SEQUENCES,
+    neutralize,
+    render_request,
+)
 from remora.model.grammar import CallGrammar, build_call_grammar
 
 OpenAIMode = Literal["completions", "chat"]
@@ -429,13 +436,18 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """Our messages as chat completions messages, with stable ids linking calls and results.
 
     Calls without an id get ``call_<turn>_<n>``; a tool message without ``tool_call_id``
-    answers the next unanswered call of the latest assistant turn.
+    answers the next unanswered call of the latest assistant turn. Control tags in the
+    contents and arguments are neutralized: the server's chat template would otherwise
+    read them as its own.
     """
     out: list[dict[str, Any]] = []
     pending: list[str] = []
     for index, message in enumerate(messages):
         if message.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": message.content or ""}
+            entry: dict[str, Any] = {
+                "role": "assistant",
+                "content": neutralize(message.content or ""),
+            }
             if message.tool_calls:
                 ids = [call.id or f"call_{index}_{n}" for n, call in enumerate(message.tool_calls)]
                 entry["tool_calls"] = [
@@ -444,7 +456,7 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                         "type": "function",
                         "function": {
                             "name": call.name,
-                            "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                            "arguments": neutralize(json.dumps(call.arguments, ensure_ascii=False)),
                         },
                     }
                     for call_id, call in zip(ids, message.tool_calls, strict=True)
@@ -457,9 +469,11 @@ def to_openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 pending.remove(call_id)
             elif call_id is None:
                 call_id = pending.pop(0) if pending else f"call_{index}"
-            out.append({"role": "tool", "tool_call_id": call_id, "content": message.content})
+            out.append(
+                {"role": "tool", "tool_call_id": call_id, "content": neutralize(message.content)}
+            )
         else:
-            out.append({"role": message.role, "content": message.content})
+            out.append({"role": message.role, "content": neutralize(message.content)})
     return out
 
 

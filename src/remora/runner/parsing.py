@@ -25,7 +25,14 @@ from typing import Any
 
 from remora import pyast
 from remora.model.base import ModelResponse, ToolCall
-from remora.model.functiongemma import END_CALL, END_RESPONSE, ESCAPE, START_CALL, START_RESPONSE
+from remora.model.functiongemma import (
+    END_CALL,
+    END_RESPONSE,
+    ESCAPE,
+    START_CALL,
+    START_RESPONSE,
+    neutralize,
+)
 
 PATH_NATIVE = "native"
 PATH_FUNCTIONGEMMA = "functiongemma"
@@ -49,6 +56,17 @@ _FENCE_RE = re.compile(r"```[ \t]*[\w+\-]*[ \t]*\r?\n?(.*?)(?:```|\Z)", re.DOTAL
 _RESPONSE_BLOCK_RE = re.compile(
     re.escape(START_RESPONSE) + r".*?(?:" + re.escape(END_RESPONSE) + r"|\Z)", re.DOTALL
 )
+_QUOTED_CALL_RE = re.compile(
+    re.escape(neutralize(START_CALL))
+    + r".*?(?:"
+    + re.escape(neutralize(END_CALL))
+    + r"|(?="
+    + re.escape(START_CALL)
+    + r")|\Z)",
+    re.DOTALL,
+)
+"""A call the renderer quoted from foreign text (its tags neutralized): text the model
+echoed from a tool result or a file, never a call of its own."""
 _ATTEMPT_RE = re.compile(
     r"call:\s*[A-Za-z_]|<start_function_call>|<tool_call>|\btool_calls?\b|function_call"
     r"|[\"']name[\"']\s*:|[\"'](?:arguments|parameters)[\"']\s*:"
@@ -107,7 +125,7 @@ def parse_text(text: str) -> ParseResult:
     """Calls written in the text of a response, trying every known format in order."""
     if not text or not text.strip():
         return ParseResult()
-    cleaned = _RESPONSE_BLOCK_RE.sub("", text)
+    cleaned = _QUOTED_CALL_RE.sub("", _RESPONSE_BLOCK_RE.sub("", text))
     problems: list[str] = []
     for finder in (_find_functiongemma_tagged, _find_tagged, _find_fenced, _find_bare):
         found = finder(cleaned)
@@ -127,8 +145,10 @@ def parse_functiongemma_calls(text: str) -> list[ToolCall]:
 
     Accepts ``<start_function_call>call:NAME{...}<end_function_call>`` blocks, one
     after the other for parallel calls, or untagged ``call:NAME{...}`` when the
-    control tokens were stripped by detokenization.
+    control tokens were stripped by detokenization. A call between neutralized tags is
+    text quoted from a tool result or a file, not a call.
     """
+    text = _QUOTED_CALL_RE.sub("", text)
     found = _find_functiongemma_tagged(text)
     if found.calls or found.problems:
         return found.calls
