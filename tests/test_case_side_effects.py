@@ -67,3 +67,27 @@ def test_cases_naming_git_or_the_project_are_refused_unrun(tmp_path: Path) -> No
         verdict, reason = seen[case]
         assert verdict == "misuse" and "names .git or the project's own path" in reason
     assert seen["'.gitignore', 'x'"][0] == "kept"
+
+
+FORGER = """import json
+import sys
+
+
+def forge(x):
+    with open(sys.argv[2], "a") as out:
+        out.write("not json at all\\n")
+        fake = {"id": 0, "returned": {"literal": "999", "kind": "value", "type": "int"}}
+        out.write(json.dumps(fake) + "\\n")
+    return x + 1
+"""
+
+
+def test_result_lines_the_project_forges_are_ignored(tmp_path: Path) -> None:
+    """Project code may write to the observation child's result file (its path is in
+    ``sys.argv``): its lines carry no valid signature and are ignored, where they used to
+    fail the job with an opaque error or pass for the case's result (issue 47)."""
+    root = write_tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/mod.py": FORGER})
+    ctx = capability_context(root, {"workspace_id": str(tmp_path)})
+    seen = _observed(ctx, "forge", ["1"])
+    verdict, reason = seen["1"]
+    assert verdict == "misuse" and "outside its own directory" in reason  # the real record

@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import hashlib
+import hmac
 import importlib
 import importlib.util
 import inspect
@@ -433,8 +435,15 @@ def make_tracer(file: str, span: list[int], arcs: set[tuple[int, int]]) -> Any:
 WATCH: WriteWatch
 
 
-def observe(request: dict[str, Any], result_path: Path) -> None:
-    """Run every case of an observe request, appending one JSON line per case."""
+def signed(record: dict[str, Any], key: bytes) -> str:
+    """``record`` as a result line the host can tell from one the project's code wrote:
+    ``MAC JSON``, the MAC an HMAC-SHA256 of the JSON under the run's key."""
+    text = json.dumps(record)
+    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest() + " " + text + "\n"
+
+
+def observe(request: dict[str, Any], result_path: Path, key: bytes) -> None:
+    """Run every case of an observe request, appending one signed line per case."""
     file = Path(request["file"])
     roots = [Path(root) for root in request["roots"]]
 
@@ -448,22 +457,22 @@ def observe(request: dict[str, Any], result_path: Path) -> None:
         if request.get("travel") is not None:
             unavailable = travel(float(request["travel"]), request.get("lend", []))
             if unavailable:
-                out.write(json.dumps({"travel_unavailable": unavailable}) + "\n")
+                out.write(signed({"travel_unavailable": unavailable}, key))
         try:
             module = load_module(file, roots)
             owner = request["qualname"].rsplit(".", 1)[0] if request.get("method") else None
             target = resolve(module, owner or request["qualname"])
         except ResolveError as exc:
-            out.write(json.dumps({"error": {"stage": "resolve", "message": str(exc)}}) + "\n")
+            out.write(signed({"error": {"stage": "resolve", "message": str(exc)}}, key))
             return
         except BaseException as exc:
-            out.write(json.dumps({"raised": describe_exception(exc), "stage": "import"}) + "\n")
+            out.write(signed({"raised": describe_exception(exc), "stage": "import"}, key))
             return
         request["file"] = module.__file__ or str(file)
         names = namespace(module)
         for case in request["cases"]:
             record = observe_case(case, target, module, names, request)
-            out.write(json.dumps(record) + "\n")
+            out.write(signed(record, key))
             out.flush()
 
 
@@ -488,7 +497,10 @@ def main(argv: list[str]) -> int:
     request = json.loads(request_path.read_text(encoding="utf-8"))
     caller = os.getpid()
     if request.get("mode") == "observe":
-        observe(request, result_path)
+        key = bytes.fromhex(request.pop("key"))
+        with contextlib.suppress(OSError):
+            request_path.unlink()  # the key is gone from disk before project code runs
+        observe(request, result_path, key)
         if os.getpid() != caller:
             os._exit(0)
         return 0

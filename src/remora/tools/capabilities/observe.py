@@ -11,7 +11,10 @@ Codes: TOOL_106 the module cannot be imported or the name cannot be called.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,10 +36,13 @@ _RELAUNCHES = 4
 @dataclass
 class ObservedRun:
     """``records`` by case id (a case during which the process died is ``{"crashed": why}``);
-    ``clock_unmoved`` says why the clock could not be moved, when it was asked to be."""
+    ``clock_unmoved`` says why the clock could not be moved, when it was asked to be;
+    ``forged`` counts result lines the child did not sign (the project's code wrote them),
+    which are ignored."""
 
     records: dict[int, dict[str, Any]] = field(default_factory=dict)
     clock_unmoved: str | None = None
+    forged: int = 0
 
 
 def observe_in(
@@ -64,10 +70,12 @@ def observe_in(
         results = box.exchange / f"observe-{seed}-{launch}.jsonl"
         request = box.exchange / f"observe-{seed}-{launch}.json"
         roots = import_roots(box.root)
+        key = secrets.token_bytes(32)
         request.write_text(
             json.dumps(
                 {
                     "mode": "observe",
+                    "key": key.hex(),
                     "file": str(box.root / path),
                     "roots": [str(root) for root in roots],
                     "qualname": qualname,
@@ -100,7 +108,10 @@ def observe_in(
             died = [exc.message]
         lines = results.read_text(encoding="utf-8").splitlines() if results.is_file() else []
         for line in lines:
-            record = json.loads(line)
+            record = _authentic(line, key)
+            if record is None:
+                run.forged += 1
+                continue
             if "travel_unavailable" in record:
                 run.clock_unmoved = str(record["travel_unavailable"])
                 continue
@@ -123,6 +134,21 @@ def observe_in(
             crashed = pending.pop(0)
             run.records[crashed["id"]] = {"crashed": (died or ["the process exited"])[-1]}
     return run
+
+
+def _authentic(line: str, key: bytes) -> dict[str, Any] | None:
+    """The record of a result line the child signed with the run's ``key`` (see
+    ``_call_child.signed``), or None for a line the project's code wrote or altered: the
+    child deletes the request holding the key before it imports any project code."""
+    mac, _, text = line.partition(" ")
+    expected = hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(mac, expected):
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def observe_request(number: int, case: Case, receiver: str | None = None) -> dict[str, Any]:
