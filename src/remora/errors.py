@@ -82,8 +82,9 @@ class ToolError(RemoraError):
     TOOL_8xx by the isolation of project code (``remora.tools.isolation``): TOOL_801 no
     isolation available, TOOL_802 the configured isolation is unavailable, TOOL_803 the
     sandbox could not be set up, TOOL_804 too many processes, TOOL_805 ``tools.python`` is
-    no interpreter, TOOL_806 the project's interpreter lacks pytest or coverage (see
-    ``remora.tools.interpreter``); TOOL_901 the tool sandbox
+    no interpreter, TOOL_806 the project's interpreter lacks pytest or coverage, TOOL_807 a
+    venv's ``pyvenv.cfg`` cannot be read as one, TOOL_808 its ``home`` would show the sandbox
+    more than a Python installation (see ``remora.tools.interpreter``); TOOL_901 the tool sandbox
     (Monty worker pool) cannot start.
     """
 
