@@ -416,3 +416,10 @@ def test_every_authors_line_survives_any_insertion(
     old = ast.get_docstring(ast.parse(source).body[0], clean=False)  # type: ignore[arg-type]
     new = ast.get_docstring(ast.parse(after).body[0], clean=False)  # type: ignore[arg-type]
     assert old is not None and new is not None and kept_lines(old, new)
+
+
+def test_a_module_docstring_is_edited_in_place_too(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"mod.py": '"""Tools for ledgers\n\nMore."""\n\nX = 1\n'})
+    result = _set(root, "", style="google")
+    assert result["action"] == "edited" and result["undescribed"] == []
+    assert (root / "mod.py").read_text() == '"""Tools for ledgers.\n\nMore."""\n\nX = 1\n'

@@ -18,6 +18,7 @@ TOOL_106 the file does not parse, TOOL_601 invalid style or empty summary.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import re
 import tempfile
@@ -150,9 +151,11 @@ def docstring_set(
     if authored(ctx, relative, qualname, old_text):
         assert old_text is not None
         node: ast.AST = located.node if located else tree
-        return _edit_authored(
+        edited = _edit_authored(
             ctx, relative, qualname, (text, bom, node, old_text), chosen, line, built
         )
+        edited["undescribed"] = left_out(info, edited["docstring"], style_option(ctx, None))
+        return edited
     content, ignored, undescribed = built
     from remora.operations.docstring import _cst as _docstring_cst  # libcst, imported on first use
 
@@ -214,7 +217,6 @@ def _edit_authored(
         "inserted": [],
     }
     if literal is None:
-        result["undescribed"] = left_out(ctx, relative, qualname)
         return result
     from remora.operations.docstring import _cst as _docstring_cst  # libcst, imported on first use
 
@@ -247,7 +249,11 @@ def _edit_authored(
         result["inserted"] = [kind for kind, _, _ in blocks]
         if blocks:
             body = _edit.insert_sections(
-                _replace_body(literal, body), convention, blocks, indent=indent, newline=newline
+                dataclasses.replace(literal, body=body),
+                convention,
+                blocks,
+                indent=indent,
+                newline=newline,
             )
     new_literal = literal.source(body)
     new_text = text[: literal.start] + new_literal + text[literal.end :]
@@ -265,12 +271,7 @@ def _edit_authored(
             action="edited", docstring=new_doc, diff=bounded_diff(relative, text, new_text)
         )
     result["fixes"] = [fix for fix in fixes if fix != "summary inserted"]
-    result["undescribed"] = left_out(ctx, relative, qualname)
     return result
-
-
-def _replace_body(literal: _edit.Literal, body: str) -> _edit.Literal:
-    return _edit.Literal(literal.start, literal.end, literal.prefix, literal.quote, body)
 
 
 def _missing(content: DocstringContent, old: ParsedDocstring) -> DocstringContent:
@@ -437,16 +438,15 @@ def _read_convention(ctx: CapabilityContext) -> Convention:
     return Convention(style, periods * 2 >= summaries, seen)
 
 
-def left_out(ctx: CapabilityContext, relative: str, qualname: str) -> list[str]:
-    """What a complete docstring of ``qualname`` describes and the current one does not,
-    in its convention: parameters, ``return``/``yield`` and the exceptions it raises; none
-    in plain prose, which has no place for them. Everything when there is no docstring
-    and the project's convention has sections."""
-    _, text = read_text(ctx, relative)
-    tree = parse_python(text, relative)
-    info = describe(text, locate(tree, qualname, relative))
-    docstring = docstring_of(tree, qualname)
-    convention = (docstring and standard_style(docstring)) or style_option(ctx, None)
+def left_out(info: dict[str, Any] | None, docstring: str | None, style: str) -> list[str]:
+    """What a complete docstring of the definition ``python_signature`` describes as
+    ``info`` (None: a module) describes and ``docstring`` does not, in its convention (its
+    own sections', else the project's ``style``): parameters, ``return``/``yield`` and the
+    exceptions it raises; none in plain prose, which has no place for them, nor for a
+    module. Everything when there is no docstring and the convention has sections."""
+    if info is None:
+        return []
+    convention = (docstring and standard_style(docstring)) or style
     if convention == "plain":
         return []
     parsed = parse_docstring(docstring) if docstring else None

@@ -42,6 +42,7 @@ from remora.operations.docstring.docstrings import (
     docstring_of,
     docstring_set,
     left_out,
+    style_option,
     value_item,
 )
 from remora.operations.docstring.grounding import (
@@ -88,7 +89,7 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     located = locate(tree, qualname, relative)
     info = describe(text, located)
     messages = raise_messages(located.node)
-    left = left_out(ctx, relative, qualname)
+    left = left_out(info, docstring_of(tree, qualname), style_option(ctx, None))
     to_describe = [item for item in left if not messages.get(item)]
     names = [param["name"] for param in info["params"]]
     found = call_lines(ctx, relative, info["name"])
@@ -243,10 +244,11 @@ def docstring_next(ctx: CapabilityContext, path: str, qualname: str) -> dict[str
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     info = describe(text, locate(tree, qualname, relative))
-    undescribed = left_out(ctx, relative, qualname)
+    docstring = docstring_of(tree, qualname)
+    undescribed = left_out(info, docstring, style_option(ctx, None))
     asked = _asked(ctx, relative, qualname)
     checked = _checked(ctx, relative, qualname, text)
-    if authored(ctx, relative, qualname, docstring_of(tree, qualname)):
+    if authored(ctx, relative, qualname, docstring):
         checked = {**checked, "clean": True, "problems": []}
     options = ctx.system.get("options")
     ask = options.get("describe", True) if isinstance(options, Mapping) else True
