@@ -132,6 +132,10 @@ def test_defaults_annotations_and_one_factor_at_a_time() -> None:
         ([3, "abc", False], {"end": "."}, "annotation"),
         ([0, None, False], {"end": "."}, "annotation"),
         ([1, None, False], {"end": "."}, "annotation"),
+        # **extra gets two keywords no parameter has; *rest nothing: ``sep=SEP`` is left at
+        # its default, so no positional argument can follow it.
+        ([0, "", False], {"end": ".", "a": 1, "b": 2}, "name"),
+        ([1, "abc", False], {"end": ".", "a": 1, "b": 2}, "name"),
     ]
 
 

@@ -8,24 +8,32 @@ analysed is only parsed, never imported. Sources, most trusted first:
 
 1. ``doctest``: ``>>> name(...)`` examples in the function's own docstring;
 2. ``call_site`` / ``test``: literal calls in other project files (tests labelled ``test``);
-3. ``default``: parameters at their literal defaults, required ones filled from 4-6;
+3. ``default``: parameters at their literal defaults, required ones filled from 4-7;
 4. ``literal``: values the body compares a parameter with (and boundaries), keys it reads,
    the keys or items of a module-level table it looks the parameter up in, None where it
    compares the parameter with a sentinel name;
-5. ``annotation``: typical values of the annotated type (a class of the module: a call
+5. ``shape``: containers whose items have the shape the body takes them apart in (lists of
+   lists for ``for x in seqs: for y in x`` or ``zip(*seqs)``, pairs for ``dict(pairs)``,
+   dicts for ``row['id']``);
+6. ``annotation``: typical values of the annotated type (a class of the module: a call
    that builds one, from its ``__init__`` or its dataclass fields);
-6. ``name``: typical values guessed from the parameter's name (and, for a parameter the body
+7. ``name``: typical values guessed from the parameter's name (a plural: a list of what it
+   names, ``prices`` numbers, ``names`` words, ``rows`` lists; and, for a parameter the body
    calls, callables of the arity it is called with).
 
-Steps 3-6 combine one factor at a time: two base sets (the defaults, then values that say
-something), then one parameter varied per candidate. Before them, the calls of 1 and 2 are
-varied one parameter at a time through 4: people's calls have values of the right shape.
+Steps 3-7 combine one factor at a time: two base sets (the defaults, then values that say
+something), then one parameter varied per candidate. ``*args`` and ``**kwargs`` are left out
+of the bases and varied like the others (extra arguments shaped by 5 or 7, keywords the body
+reads or two made up). The calls of 1 and 2 are varied one parameter at a time through 4
+before the bases, and the first two through 5-7 after them, where a value has the shape of
+the one people passed: people's calls have values of the right shape.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
+import keyword
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -46,8 +54,10 @@ from remora.tools.capabilities.pysource import find_definition
 
 _FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
 _MISSING = object()
-_TIERS = ("literal", "annotation", "name")
+_TIERS = ("literal", "shape", "annotation", "name")
 _CALLABLE_NAMES = {"func", "f", "fn", "predicate", "callback"}
+_POSITIONAL = ("posonly", "positional")
+_STARS = ("var", "varkw")
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,7 @@ class _Expr(str):
 @dataclass(frozen=True)
 class _Param:
     name: str
-    kind: str  # "posonly" | "positional" | "kwonly"
+    kind: str  # "posonly" | "positional" | "var" (*args) | "kwonly" | "varkw" (**kwargs)
     default: Any  # _MISSING when required or when the default is not a JSON literal
     has_default: bool
     annotation: ast.expr | None
@@ -134,8 +144,11 @@ def candidate_inputs(
         return found
     if not add(kept(_call_sites(target, project or {}, allowed))):
         return found
-    add(_varied(target, people))
-    add(_synthesized(target))
+    add(_varied(target, people, ("literal",)))
+    bases, variations = _synthesis(target)
+    add(iter(bases))
+    add(_varied(target, people[:2], ("default", *_TIERS[1:])))
+    add(variations)
     return found
 
 
@@ -268,7 +281,7 @@ def _target(func: _FuncDef, class_name: str | None) -> _Target:
     pairs += [((p, "kwonly"), d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
     if drop_first and positional:
         pairs = pairs[1:]
-    params = tuple(
+    params = [
         _Param(
             arg.arg,
             kind,
@@ -277,13 +290,20 @@ def _target(func: _FuncDef, class_name: str | None) -> _Target:
             arg.annotation,
         )
         for (arg, kind), d in pairs
-    )
+    ]
+    # ``*args`` goes between the positional and keyword-only parameters, as a call fills it;
+    # both star parameters may be left out, like a parameter with a default.
+    if a.vararg is not None:
+        at = sum(p.kind != "kwonly" for p in params)
+        params.insert(at, _Param(a.vararg.arg, "var", _MISSING, True, a.vararg.annotation))
+    if a.kwarg is not None:
+        params.append(_Param(a.kwarg.arg, "varkw", _MISSING, True, a.kwarg.annotation))
     return _Target(
         func=func,
         name=func.name,
         class_name=class_name,
         is_instance_method=drop_first and "classmethod" not in decorators,
-        params=params,
+        params=tuple(params),
         vararg=a.vararg is not None,
         varkw=a.kwarg is not None,
     )
@@ -406,10 +426,10 @@ def _calls_target(func: ast.expr, target: _Target, in_own_module: bool) -> bool:
 
 def _fits(target: _Target, args: list[Any], kwargs: dict[str, Any]) -> bool:
     """Whether the call could bind to this signature (a same-named other function may not)."""
-    positional = [p for p in target.params if p.kind != "kwonly"]
+    positional = [p for p in target.params if p.kind in _POSITIONAL]
     if len(args) > len(positional) and not target.vararg:
         return False
-    names = {p.name for p in target.params if p.kind != "posonly"}
+    names = {p.name for p in target.params if p.kind in ("positional", "kwonly")}
     if any(k not in names for k in kwargs) and not target.varkw:
         return False
     bound = {p.name for p in positional[: len(args)]} | set(kwargs)
@@ -421,6 +441,15 @@ def _fits(target: _Target, args: list[Any], kwargs: dict[str, Any]) -> bool:
 
 def _synthesized(target: _Target) -> Iterator[Candidate]:
     """A base set, then each parameter varied through its pools, tier by tier."""
+    bases, variations = _synthesis(target)
+    yield from bases
+    yield from variations
+
+
+def _synthesis(target: _Target) -> tuple[list[Candidate], Iterator[Candidate]]:
+    """The base sets, and the one-parameter variations of them: apart, so that people's calls
+    varied through the guessed tiers can come between them. Star parameters stay out of the
+    bases (the call without them) and are varied like the others."""
     callables = _callables(target)
     params = [p for p in target.params if p.name not in callables or not p.has_default]
     pools = {
@@ -429,10 +458,12 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
     }
     base: dict[str, Any] = {}
     for p in params:
+        if p.kind in _STARS:
+            continue
         if p.default is not _MISSING:
             base[p.name] = p.default
         elif not p.has_default:
-            first = next((pools[p.name][t] for t in _TIERS if pools[p.name][t]), [1])
+            first = next((pools[p.name][t] for t in _TIERS if pools[p.name].get(t)), [1])
             base[p.name] = first[0]
     # A second base of telling values (not zero, empty or None) for every parameter at
     # once: guards such as ``if days <= 0 or balance <= 0: return 0`` are passed only when
@@ -443,6 +474,8 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
     used: set[str] = set()
     for p in params:
         values = [v for t in _TIERS for v in pools[p.name].get(t, []) if _telling(v)]
+        if p.kind in _STARS:
+            continue
         if values and (p.default is _MISSING or not _telling(p.default)):
             value = values[-1] if p.has_default else values[0]
             while repr(value) in used and isinstance(value, int) and not isinstance(value, bool):
@@ -450,33 +483,92 @@ def _synthesized(target: _Target) -> Iterator[Candidate]:
             telling[p.name] = value
             used.add(repr(value))
     bases = [base] if telling == base else [base, telling]
-    for start in bases:
-        yield _build(params, start, "default")
-    for tier in ("default", *_TIERS):
-        for p in params:
-            for value in pools[p.name].get(tier, []):
-                for start in bases:
-                    yield _build(params, {**start, p.name: value}, tier)
+
+    def variations() -> Iterator[Candidate]:
+        for tier in ("default", *_TIERS):
+            for p in params:
+                for value in pools[p.name].get(tier, []):
+                    for start in bases:
+                        yield _build(params, {**start, p.name: value}, tier)
+
+    return [_build(params, start, "default") for start in bases], variations()
 
 
-def _varied(target: _Target, examples: list[Candidate]) -> Iterator[Candidate]:
-    """Each doctest or call-site call with one parameter changed to a value the body
-    compares it with or looks it up by (the ``literal`` tier): people's calls carry values
-    of the right shape, the body's literals the branches they leave (``pluck``'s
-    ``default=``)."""
-    if target.vararg:
-        return
+def _varied(
+    target: _Target, examples: list[Candidate], tiers: tuple[str, ...]
+) -> Iterator[Candidate]:
+    """Each doctest or call-site call with one parameter changed through ``tiers``: people's
+    calls carry values of the right shape, the body's literals the branches they leave
+    (``pluck``'s ``default=``). Outside the ``literal`` tier a value replaces one people
+    passed only where it has that value's shape (a list of numbers for ``[1, 2]``)."""
     params = list(target.params)
-    literals = {p.name: _body_literals(p.name, target.func, target.constants) for p in params}
-    names = [p.name for p in params]
+    callables = _callables(target)
+    pools = {p.name: _pools(p, target) for p in params}
+    positional = [p for p in params if p.kind in _POSITIONAL]
+    star = next((p for p in params if p.kind == "var"), None)
+    starkw = next((p for p in params if p.kind == "varkw"), None)
+    named = {p.name for p in params if p.kind in ("positional", "kwonly")}
     for example in examples:
         values: dict[str, Any] = {
-            name: _Expr(text) for name, text in zip(names, example.args, strict=False)
+            p.name: _Expr(text) for p, text in zip(positional, example.args, strict=False)
         }
-        values |= {name: _Expr(text) for name, text in example.kwargs.items()}
-        for p in params:
-            for value in literals[p.name]:
-                yield _build(params, {**values, p.name: value}, "literal")
+        if star is not None and len(example.args) > len(positional):
+            values[star.name] = tuple(_Expr(a) for a in example.args[len(positional) :])
+        values |= {k: _Expr(v) for k, v in example.kwargs.items() if k in named}
+        extra = {k: _Expr(v) for k, v in example.kwargs.items() if k not in named}
+        if starkw is not None and extra:
+            values[starkw.name] = extra
+        for tier in tiers:
+            for p in params:
+                if tier != "literal" and p.name in callables:
+                    continue
+                for value in pools[p.name].get(tier, []):
+                    if tier == "literal" or _alike(_plain(values.get(p.name, _MISSING)), value):
+                        yield _build(params, {**values, p.name: value}, tier)
+
+
+_UNKNOWN = object()
+
+
+def _plain(value: Any) -> Any:
+    """The value people passed (``_Expr`` text evaluated back), ``_UNKNOWN`` where it is not
+    a literal, ``_MISSING`` where they passed none."""
+    if value is _MISSING or not isinstance(value, _Expr | tuple | dict):
+        return value
+    if isinstance(value, tuple):
+        items = [_plain(v) for v in value]
+        return _UNKNOWN if _UNKNOWN in items else tuple(items)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNKNOWN
+
+
+def _shape(value: Any) -> Any:
+    """A value's kind, with a container's item kinds: ``[1, 2]`` and ``[3.5]`` are alike,
+    ``[[1]]`` and ``['a']`` are not."""
+    if value is None or isinstance(value, bool):
+        return type(value).__name__
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list | tuple | set):
+        return (type(value).__name__, frozenset(_shape(v) for v in value))
+    return type(value).__name__
+
+
+def _alike(example: Any, value: Any) -> bool:
+    """Whether ``value`` may stand in for the one people passed: the same shape, an empty
+    container fitting any of its type; any value where they passed none."""
+    if example is _MISSING:
+        return True
+    if example is _UNKNOWN:
+        return False
+    mine, theirs = _shape(value), _shape(example)
+    if isinstance(mine, tuple) and isinstance(theirs, tuple):
+        return mine[0] == theirs[0] and (not mine[1] or not theirs[1] or bool(mine[1] & theirs[1]))
+    return bool(mine == theirs)
 
 
 def _telling(value: Any) -> bool:
@@ -487,12 +579,19 @@ def _telling(value: Any) -> bool:
 
 
 def _build(params: list[_Param], values: dict[str, Any], source: str) -> Candidate:
-    """Positional until a parameter is left at a non-literal default, then keywords."""
+    """Positional until a parameter is left at a non-literal default, then keywords; a star
+    parameter's tuple or dict spread into the call (``*args`` only where no gap is before
+    it)."""
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     gap = False
     for p in params:
-        if p.name not in values:
+        if p.kind == "var":
+            if not gap:
+                args.extend(values.get(p.name, ()))
+        elif p.kind == "varkw":
+            kwargs.update(values.get(p.name, {}))
+        elif p.name not in values:
             gap = True
         elif p.kind == "kwonly" or (gap and p.kind == "positional"):
             kwargs[p.name] = values[p.name]
@@ -511,20 +610,59 @@ _CALLABLES_BY_ARITY: dict[int, list[str]] = {
 def _callable_pools(arity: int) -> dict[str, list[Any]]:
     """Callables taking ``arity`` positional arguments (-1: unknown, any number)."""
     exprs = _CALLABLES_BY_ARITY.get(arity, ["lambda *args: args"])
-    return {"default": [], "literal": [], "annotation": [], "name": [_Expr(t) for t in exprs]}
+    return {
+        "default": [],
+        "literal": [],
+        "shape": [],
+        "annotation": [],
+        "name": [_Expr(t) for t in exprs],
+    }
 
 
 def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
+    if param.kind in _STARS:
+        return _star_pools(param, target)
     built = target.constructors.get(_type_name(param.annotation) if param.annotation else "")
     pools: dict[str, list[Any]] = {
         "default": [not param.default] if isinstance(param.default, bool) else [],
         "literal": _body_literals(param.name, target.func, target.constants),
+        "shape": _item_shapes(param.name, target.func),
         "annotation": _annotation_values(param.annotation) or ([_Expr(built)] if built else []),
     }
     named, known = _name_values(param.name)
-    untyped = not pools["annotation"]
-    pools["name"] = named if untyped and (known or not param.has_default) else []
+    guessed = not pools["annotation"] and not pools["shape"]
+    pools["name"] = named if guessed and (known or not param.has_default) else []
     return pools
+
+
+def _star_pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
+    """``*args``: tuples of extra arguments, shaped by how the body takes its items apart
+    (``zip(*seqs)``: lists) or else by its name; ``**kwargs``: the keys the body reads, or
+    two keywords no parameter has."""
+    pools: dict[str, list[Any]] = {"default": [], "literal": [], "shape": [], "annotation": []}
+    if param.kind == "varkw":
+        taken = {p.name for p in target.params}
+        keys = [k for k in _read_keys(param.name, target.func) if _is_keyword(k, taken)]
+        free = [k for k in ("a", "b", "c", "d", "x", "y") if k not in taken][:2]
+        pools["literal"] = [dict.fromkeys(keys, 1)] if keys else []
+        pools["name"] = [dict(zip(free, (1, 2), strict=False))]
+        return pools
+    pools["shape"] = [tuple(v) for v in _item_shapes(param.name, target.func) if v]
+    named, known = _name_values(param.name)
+    lists = [tuple(v) for v in named if isinstance(v, list) and v]
+    pools["name"] = (
+        [] if pools["shape"] else (lists if known and lists else [(1, 2, 3), ("a", "b")])
+    )
+    return pools
+
+
+def _is_keyword(key: str, taken: set[str]) -> bool:
+    return (
+        key.isidentifier()
+        and not keyword.iskeyword(key)
+        and key not in taken
+        and not (key.startswith("__") and key.endswith("__"))
+    )
 
 
 def _body_literals(name: str, func: _FuncDef, constants: Mapping[str, list[Any]]) -> list[Any]:
@@ -568,9 +706,161 @@ def _body_literals(name: str, func: _FuncDef, constants: Mapping[str, list[Any]]
         ):
             keys_seen = [_literal(k) for k in node.value.keys if k is not None]
             values += [v for v in keys_seen if _is_plain_key(v)]
+    keys += _read_keys(name, func)
     if keys:
         values.append(dict.fromkeys(keys, 1))
     return _unique(values)
+
+
+def _read_keys(name: str, func: _FuncDef) -> list[str]:
+    """String keys the body reads from ``name`` with ``.get``/``.pop`` or tests with ``in``."""
+    keys: list[str] = []
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop", "setdefault")
+            and _is_name(node.func.value, name)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            keys.append(node.args[0].value)
+        elif (
+            isinstance(node, ast.Compare)
+            and len(node.ops) == 1
+            and isinstance(node.ops[0], ast.In | ast.NotIn)
+            and _is_name(node.comparators[0], name)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str)
+        ):
+            keys.append(node.left.value)
+        elif (
+            isinstance(node, ast.Subscript)
+            and _is_name(node.value, name)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
+            keys.append(node.slice.value)
+    return list(dict.fromkeys(keys))
+
+
+# Builtins that take their argument apart as an iterable (``len`` is left out: a string has
+# one too, and ``for word in words: len(word)`` says nothing about lists).
+_TAKING_APART = {
+    "list",
+    "tuple",
+    "set",
+    "frozenset",
+    "sorted",
+    "sum",
+    "max",
+    "min",
+    "iter",
+    "reversed",
+    "enumerate",
+    "zip",
+    "any",
+    "all",
+    "dict",
+}
+_STAR_TAKING_APART = {"zip", "chain", "product", "zip_longest", "map"}
+
+
+def _item_shapes(name: str, func: _FuncDef) -> list[Any]:
+    """Containers whose items have the shape the body uses them in: iterated
+    (``for x in seqs: for y in x``, ``zip(*seqs)``, ``map(len, seqs)``) or indexed
+    (``row[0]``): lists of lists; unpacked (``for k, v in pairs``, ``dict(pairs)``): tuples;
+    read by key (``row['id']``): dicts with those keys. Empty when the body says nothing."""
+    items: set[str] = set()
+    width = 0
+    nested = False
+    for node in ast.walk(func):
+        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            target, source = node.target, node.iter
+            if (
+                isinstance(source, ast.Call)
+                and _called(source) == "enumerate"
+                and source.args
+                and _is_name(source.args[0], name)
+                and isinstance(target, ast.Tuple)
+                and len(target.elts) == 2
+            ):
+                target = target.elts[1]
+            elif not _is_name(source, name):
+                continue
+            if isinstance(target, ast.Name):
+                items.add(target.id)
+            elif isinstance(target, ast.Tuple | ast.List):
+                width = width or len(target.elts)
+        elif isinstance(node, ast.Call):
+            called = _called(node)
+            if called in _STAR_TAKING_APART and any(
+                isinstance(a, ast.Starred) and _is_name(a.value, name) for a in node.args
+            ):
+                nested = True
+            elif called == "map" and len(node.args) == 2 and _is_name(node.args[1], name):
+                nested = nested or _type_name(node.args[0]) in (_TAKING_APART | {"len"})
+            elif called == "from_iterable" and node.args and _is_name(node.args[0], name):
+                nested = True
+            elif called == "dict" and len(node.args) == 1 and _is_name(node.args[0], name):
+                width = width or 2
+
+    def is_item(node: ast.expr) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in items
+        return (
+            isinstance(node, ast.Subscript)
+            and _is_name(node.value, name)
+            and not isinstance(node.slice, ast.Slice)
+        )
+
+    keys: list[str] = []
+    mapping = False
+    for node in ast.walk(func):
+        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            nested = nested or is_item(node.iter)
+        elif isinstance(node, ast.YieldFrom):
+            nested = nested or is_item(node.value)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute) and is_item(node.func.value):
+                mapping = mapping or node.func.attr in ("items", "keys", "values", "get")
+            elif _called(node) in _TAKING_APART and any(is_item(a) for a in node.args):
+                nested = True
+            nested = nested or any(
+                isinstance(a, ast.Starred) and is_item(a.value) for a in node.args
+            )
+        elif isinstance(node, ast.Subscript) and is_item(node.value):
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keys.append(key.value)
+            else:
+                nested = True
+        elif (
+            isinstance(node, ast.Assign)
+            and is_item(node.value)
+            and isinstance(node.targets[0], ast.Tuple | ast.List)
+        ):
+            width = width or len(node.targets[0].elts)
+    for item in items:
+        keys += _read_keys(item, func)
+    if keys:
+        keys = list(dict.fromkeys(keys))
+        return [[dict.fromkeys(keys, 1), dict.fromkeys(keys, 2)], []]
+    if mapping:
+        return [[{"a": 1}, {"b": 2}], []]
+    if width == 2:
+        return [[(1, "a"), (2, "b")], []]
+    if width > 2:
+        return [[tuple(range(1, width + 1)), tuple(range(width + 1, 2 * width + 1))], []]
+    if nested and _last_word(name) not in _WORD_PLURALS:
+        return [[[1, 2, 3], [4, 5, 6]], [[1, 2], [3], []], []]
+    return []
+
+
+def _called(node: ast.Call) -> str:
+    """The called function's last name: ``zip``, ``itertools.chain`` -> ``chain``."""
+    return _type_name(node.func)
 
 
 def _is_plain_key(value: Any) -> bool:
@@ -669,9 +959,101 @@ _DATES = [_Expr("datetime.date(2024, 2, 29)"), _Expr("datetime.date(2023, 12, 31
 _DATETIMES = [_Expr("datetime.datetime(2024, 2, 29, 13, 45)")]
 
 
+# Plurals, by what their items are (the last word of the name: ``unit_prices``).
+_NUMBER_PLURALS = {
+    "prices",
+    "amounts",
+    "totals",
+    "scores",
+    "weights",
+    "ages",
+    "counts",
+    "numbers",
+    "nums",
+    "costs",
+    "sizes",
+    "balances",
+    "quantities",
+    "rates",
+    "grades",
+    "ratings",
+    "marks",
+    "fees",
+    "salaries",
+    "durations",
+    "distances",
+    "heights",
+    "widths",
+    "lengths",
+    "temperatures",
+    "readings",
+}
+_WORD_PLURALS = {
+    "names",
+    "words",
+    "tags",
+    "lines",
+    "emails",
+    "labels",
+    "keys",
+    "strings",
+    "texts",
+    "titles",
+    "tokens",
+    "messages",
+    "urls",
+    "paths",
+    "filenames",
+    "letters",
+    "sentences",
+    "fields",
+    "headers",
+    "colors",
+}
+_NESTED_PLURALS = {
+    "iterables",
+    "seqs",
+    "sequences",
+    "rows",
+    "lists",
+    "matrix",
+    "grid",
+    "groups",
+    "chunks",
+    "batches",
+    "iters",
+    "iterators",
+    "arrays",
+    "columns",
+    "tuples",
+}
+
+
+def _last_word(name: str) -> str:
+    return name.lower().rsplit("_", 1)[-1]
+
+
+def _plural_values(name: str) -> list[Any] | None:
+    """Lists whose items fit a plural name: numbers not sorted and not all equal (a
+    ``min`` or ``sorted`` shows what it did), words, lists, pairs; None for other names."""
+    last = _last_word(name)
+    if last in _NUMBER_PLURALS:
+        return [[3, 1, 2], [19.99, 5.0, 12.5], []]
+    if last in _WORD_PLURALS:
+        return [["b", "a", "c"], []]
+    if last in _NESTED_PLURALS:
+        return [[[1, 2, 3], [4, 5, 6]], [[1, 2], [3], []], []]
+    if last == "pairs":
+        return [[(1, "a"), (2, "b")], []]
+    return None
+
+
 def _name_values(name: str) -> tuple[list[Any], bool]:
     """Values guessed from the parameter's name, and whether the name was recognized: dates
     and datetimes are written as the expressions that build them."""
+    plural = _plural_values(name)
+    if plural is not None:
+        return plural, True
     amount = name.startswith(("price", "amount", "balance", "total")) or name.endswith("_price")
     rules: list[tuple[bool, list[Any]]] = [
         (name.endswith(("_at", "_time")) or name in ("timestamp", "moment"), _DATETIMES),
@@ -690,7 +1072,7 @@ def _name_values(name: str) -> tuple[list[Any], bool]:
             name in _LIST_NAMES
             or name.endswith(("seq", "_list", "_items", "_values"))
             or re.fullmatch(r"\w+[^su]s", name) is not None,
-            [[1, 2, 3], []],
+            [[1, 2, 3], ["b", "a"], []],
         ),
     ]
     for matched, values in rules:
@@ -710,9 +1092,12 @@ def _callables(target: _Target) -> dict[str, int]:
     return {
         p.name: arity.get(p.name, 1)
         for p in target.params
-        if p.name in arity
-        or p.name in _CALLABLE_NAMES
-        or p.name.endswith(("_func", "_fn", "_callback"))
+        if p.kind not in _STARS
+        and (
+            p.name in arity
+            or p.name in _CALLABLE_NAMES
+            or p.name.endswith(("_func", "_fn", "_callback"))
+        )
     }
 
 
