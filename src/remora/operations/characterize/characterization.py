@@ -39,6 +39,7 @@ from remora.operations.characterize._mutation import (
 from remora.operations.characterize._testgen import (
     MARKER,
     Behaviour,
+    ReturnedCall,
     render_tests,
     test_file_path,
 )
@@ -228,12 +229,13 @@ def _render(
 
 def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Behaviour, str]:
     """What the test pins, re-emitted by the host from what it can prove is data: the case,
-    the receiver, the expected value and the exception class are re-checked, since the child
-    that reported them ran project code (CaseError: the case cannot be written). The note
-    says why the expected value was left out (the test then checks the type), if it was."""
+    the receiver, the expected values, the exception classes, the shapes and the receiver's
+    state are re-checked, since the child that reported them ran project code (CaseError:
+    the case cannot be written). The note says why the expected value was left out (the test
+    then checks the type), if it was."""
     case = parse_case(observation.case, scope) if observation.case else Case(())
     used = case.names()
-    owner = ""
+    owner = receiver = ""
     if observation.receiver:
         receiver = check_value(observation.receiver, scope, MAX_CASE_CHARS)
         used |= Case((receiver,)).names()
@@ -248,6 +250,16 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
             used |= Case((literal,)).names()  # e.g. ``date``, imported with the callee
         except CaseError as exc:
             literal, note = None, f"the expected value was not written: {exc}"
+    calls: list[ReturnedCall] = []
+    if exception is None:
+        for item in returned.get("calls", [])[:RETURNED_CALLS]:
+            returned_call = _returned_call(item, scope)
+            calls.append(returned_call)
+            if returned_call.literal:
+                used |= Case((returned_call.literal,)).names()
+    state = tuple(_state_entry(entry, scope) for entry in observation.state[:STATE_ENTRIES])
+    for _, value in state:
+        used |= Case((value,)).names()
     behaviour = Behaviour(
         call=f"{owner}{callee}({case.text})",
         names=frozenset(used),
@@ -260,8 +272,84 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
         stdout=observation.stdout,
         wrote_files=observation.wrote_files,
         raised_while_iterating=observation.stage == "iterate",
+        shape=check_shape(returned.get("shape", "v")),
+        no_literal=str(returned.get("no_literal", "")),
+        calls=tuple(calls),
+        receiver=receiver,
+        method=f"{callee}({case.text})",
+        state=state,
+        varies=_held(observation.varies, scope) if observation.varies is not None else None,
     )
     return behaviour, note
+
+
+RETURNED_CALLS = 3
+STATE_ENTRIES = 6
+_SHAPE_DEPTH = 5
+
+
+def check_shape(shape: Any, depth: int = 0) -> Any:
+    """A shape the child reported, re-built from what the host accepts (CaseError if it is
+    not one): it decides the code of the test's consuming expression."""
+    if shape == "v":
+        return "v"
+    if not isinstance(shape, dict) or depth > _SHAPE_DEPTH:
+        raise CaseError("the result's shape is not one the host writes")
+    kind = shape.get("k")
+    if kind == "tup":
+        parts = shape.get("e")
+        if not isinstance(parts, list) or not 1 <= len(parts) <= 4:
+            raise CaseError("the result's shape is not one the host writes")
+        return {"k": "tup", "e": [check_shape(part, depth + 1) for part in parts]}
+    if kind in ("seq", "map"):
+        return {"k": kind, "e": check_shape(shape.get("e"), depth + 1)}
+    if kind == "it":
+        bound = shape.get("n")
+        if bound is not None and (type(bound) is not int or not 0 < bound <= 10_000):
+            raise CaseError("the result's shape is not one the host writes")
+        return {"k": "it", "n": bound, "e": check_shape(shape.get("e"), depth + 1)}
+    raise CaseError("the result's shape is not one the host writes")
+
+
+def _returned_call(item: Any, scope: Scope) -> ReturnedCall:
+    """One call of a returned callable, re-checked as data."""
+    if not isinstance(item, dict):
+        raise CaseError("a call of the returned callable is not data")
+    args = parse_case(str(item.get("args", "")), scope).text if item.get("args") else ""
+    if item.get("raised") is not None:
+        return ReturnedCall(args, raised=exception_name(item.get("assert_type"), scope))
+    literal = item.get("literal")
+    return ReturnedCall(
+        args,
+        literal=check_value(str(literal), scope) if literal is not None else None,
+        shape=check_shape(item.get("shape", "v")),
+        type_name=str(item.get("type", "")),
+        no_literal=str(item.get("no_literal", "")),
+    )
+
+
+_STATE_WHAT = re.compile(r"attr:[A-Za-z][A-Za-z0-9_]{0,60}|len|items|repr")
+
+
+def _state_entry(entry: dict[str, str], scope: Scope) -> tuple[str, str]:
+    """One change of the receiver, re-checked: what is read (an attribute name, ``len``,
+    ``items``, ``repr``) and its literal."""
+    what = str(entry.get("what", ""))
+    if not _STATE_WHAT.fullmatch(what):
+        raise CaseError("the receiver's state is not one the host writes")
+    return what, check_value(str(entry.get("literal", "")), scope)
+
+
+def _held(varies: dict[str, Any], scope: Scope) -> dict[str, Any]:
+    """What held in every run of a varying result, re-checked."""
+    held: dict[str, Any] = {}
+    if isinstance(varies.get("len"), int) and not isinstance(varies.get("len"), bool):
+        held["len"] = varies["len"]
+    if varies.get("sorted") is not None:
+        held["sorted"] = check_value(str(varies["sorted"]), scope)
+    if isinstance(varies.get("type"), str) and re.fullmatch(r"[\w.]{1,200}", varies["type"]):
+        held["type"] = varies["type"]
+    return held
 
 
 @capability
@@ -383,9 +471,18 @@ def select_tests(tests: dict[str, Observation], mutation: MutationReport) -> lis
 
 
 def _pins_a_value(observation: Observation) -> bool:
-    """Whether its test checks more than a type: what it raised, or a written result."""
+    """Whether its test checks more than a type: what it raised, a written result, what a
+    call of the returned callable gave, what changed in the receiver, or what held in every
+    run of a varying result."""
     returned = observation.returned or {}
-    return observation.raised is not None or returned.get("literal") is not None
+    if observation.varies is not None:
+        return any(key in observation.varies for key in ("raised", "len", "sorted"))
+    return (
+        observation.raised is not None
+        or returned.get("literal") is not None
+        or any(call.get("literal") is not None for call in returned.get("calls", []))
+        or bool(observation.state)
+    )
 
 
 def informative(observation: Observation) -> int:

@@ -27,6 +27,7 @@ from remora import pyast
 from remora.errors import ToolError
 from remora.operations.characterize._coverage import function_span
 from remora.operations.characterize._mutation import MutationReport
+from remora.operations.characterize._returned_calls import returned_call_args
 from remora.tools.capabilities.arguments import (
     Case,
     CaseError,
@@ -70,6 +71,12 @@ class Observation(BaseModel):
     stdout: str = ""
     arcs: list[tuple[int, int]] = []
     wrote_files: bool = False
+    state: list[dict[str, str]] = []
+    """What the call changed in its receiver (``what``: ``attr:NAME``, ``len``, ``items`` or
+    ``repr``; ``literal`` after the call), for a method."""
+    varies: dict[str, Any] | None = None
+    """For a result that varies from run to run (it draws random numbers): what held in
+    every run (``raised``, or ``type``, ``len`` and ``sorted``); the test pins only that."""
 
     def call(self, callee: str) -> str:
         """The call a test makes: ``callee(case)``, on the receiver for instance methods."""
@@ -100,6 +107,7 @@ class Draft:
     verified: tuple[str, dict[str, Any]] | None = None
     fixture_report: dict[str, Any] | None = None
     host: tuple[str, list[tuple[Case, str, str | None]]] | None = None
+    returned_args: tuple[str, list[str]] | None = None
     clock_unmoved: str = ""
     """Why the second runs could not move the wall clock, when they could not."""
     mutation: MutationReport | None = None
@@ -295,6 +303,17 @@ def host_cases(ctx: CapabilityContext, target: Target) -> list[tuple[Case, str, 
     return list(cases)
 
 
+def _returned_args(ctx: CapabilityContext, target: Target) -> list[str]:
+    """What a callable the function returns is called with (see :mod:`._returned_calls`),
+    found once per job while the module's source is unchanged."""
+    job = draft(ctx, target.path, target.qualname)
+    if job.returned_args is None or job.returned_args[0] != target.source:
+        project = _call_site_sources(ctx, target)
+        found = returned_call_args(target.source, target.qualname, project, target.allowed)
+        job.returned_args = (target.source, found)
+    return list(job.returned_args[1])
+
+
 def receivers_for(target: Target, project: dict[str, str]) -> list[str]:
     """Up to three ways to build the instance an instance method needs."""
     try:
@@ -475,12 +494,14 @@ def run_cases(
     cases = [
         observe_request(index, case, receiver) for index, (case, _, receiver) in enumerate(planned)
     ]
+    call_args = _returned_args(ctx, target)
     with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
-        first = _run_all(ctx, box, target, cases, [span.first, span.last], seed="1")
+        lines = [span.first, span.last]
+        first = _run_all(ctx, box, target, cases, lines, seed="1", call_args=call_args)
         again = [c for c in cases if "returned" in first.get(c["id"], {})]
         again += [c for c in cases if "raised" in first.get(c["id"], {})]
         second = _run_all(
-            ctx, box, target, again, [span.first, span.last], seed="2", travel=TRAVEL_TO
+            ctx, box, target, again, lines, seed="2", travel=TRAVEL_TO, call_args=call_args
         )
     root = str(ctx.store.root)
     return [
@@ -517,6 +538,7 @@ def _run_all(
     span: list[int],
     seed: str,
     travel: float | None = None,
+    call_args: list[str] | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Records by case id (:func:`~remora.tools.capabilities.observe.observe_in`); a clock
     that could not be moved is noted on the job."""
@@ -530,6 +552,7 @@ def _run_all(
         span=(span[0], span[1]),
         seed=seed,
         travel=travel,
+        call_args=call_args,
     )
     if run.clock_unmoved is not None:
         draft(ctx, target.path, target.qualname).clock_unmoved = run.clock_unmoved
@@ -563,6 +586,7 @@ def _judge(
         "arcs": [tuple(arc) for arc in record.get("arcs", [])],
         "wrote_files": record.get("wrote_files", False),
         "stage": record.get("stage", "call"),
+        "state": list(record.get("state", [])),
     }
     raised = record.get("raised")
     if raised is not None and record.get("stage") == "receiver":
@@ -577,6 +601,20 @@ def _judge(
     if raised is not None and raised["type"] in MISUSE:
         reason = f"{raised['type']}: {raised['message'][:120]}"
         return Observation(**base, **seen, verdict="misuse", reason=reason)
+    varies: list[dict[str, Any]] = [
+        run["varies"] for run in (record, second or {}) if isinstance(run.get("varies"), dict)
+    ]
+    if varies:
+        held = _invariant(varies[0])
+        if len(varies) == 2 and held and held == _invariant(varies[1]):
+            return Observation(**base, **seen, verdict="kept", varies=varies[0])
+        return Observation(
+            **base,
+            **seen,
+            verdict="nondeterministic",
+            reason="its result varies from run to run (it draws random numbers) and nothing "
+            "about it held in every run",
+        )
     if _fingerprint(first) != _fingerprint(second):
         return Observation(
             **base,
@@ -592,4 +630,13 @@ def _fingerprint(record: dict[str, Any] | None) -> tuple[Any, ...] | None:
         return None
     returned, raised = record.get("returned"), record.get("raised")
     outcome = returned["canonical"] if returned else raised["canonical"] if raised else None
-    return (outcome, record.get("stdout"))
+    calls = [
+        call.get("canonical") or call.get("raised") for call in (returned or {}).get("calls", [])
+    ]
+    state = [entry.get("canonical") for entry in record.get("state", [])]
+    return (outcome, record.get("stdout"), calls, state)
+
+
+def _invariant(varies: dict[str, Any]) -> tuple[Any, ...]:
+    """What two processes' reruns must agree held in every run (not how many runs)."""
+    return tuple(sorted((key, repr(value)) for key, value in varies.items() if key != "runs"))

@@ -28,13 +28,14 @@ import io
 import itertools
 import json
 import os
+import random
 import re
 import signal
 import sys
 import time
 import traceback
 import types
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from pathlib import Path
 from typing import Any
 
@@ -259,25 +260,218 @@ def assertable_type(kind: type, module: types.ModuleType) -> str:
 
 
 def observe_value(value: Any, names: dict[str, Any], items_limit: int) -> dict[str, Any]:
-    """What a returned value looks like to a test; iterators are consumed into a list."""
-    kind = "value"
-    truncated = False
-    if isinstance(value, Iterator) and not isinstance(value, str | bytes):
-        items = list(itertools.islice(value, items_limit + 1))
-        truncated = len(items) > items_limit
-        kind, value = "iterator", items[:items_limit]
-    ok, encoded = exact_json(value)
+    """:func:`observe_data`'s description of ``value``."""
+    return observe_data(value, names, items_limit)[0]
+
+
+def observe_data(value: Any, names: dict[str, Any], items_limit: int) -> tuple[dict[str, Any], Any]:
+    """What a returned value looks like to a test. Iterators, views and containers of them
+    are consumed (see :func:`materialize`) into plain data; ``shape`` tells the host how its
+    test consumes the result the same way, ``literal`` is the data's source when it evaluates
+    back to an equal value, and ``no_literal`` says why not when it does not."""
+    top_iterator = isinstance(value, Iterator) and not isinstance(value, str | bytes)
+    data, shape, truncated = materialize(value, items_limit)
+    kind = "iterator" if top_iterator else "value"
+    ok, encoded = exact_json(data)
+    text = literal(data, names)
     result: dict[str, Any] = {
         "kind": kind,
-        "type": type_name(value),
-        "repr": safe_repr(value),
-        "literal": literal(value, names),
-        "canonical": canonical(value),
+        "type": type_name(data if shape != "v" else value),
+        "repr": safe_repr(data),
+        "literal": text,
+        "canonical": canonical(data),
         "items_truncated": truncated,
+        "shape": shape,
     }
+    if text is None:
+        result["no_literal"] = why_no_literal(data)
     if ok:
         result["json"] = encoded
-    return result
+    return result, data
+
+
+def why_no_literal(value: Any) -> str:
+    """Why a value has no literal a test can compare with, as a code the host words."""
+    if callable(value):
+        return "callable"
+    text = safe_repr(value)
+    if len(text) > REPR_LIMIT:
+        return "too_long"
+    if _ADDRESS.search(text):
+        return "address"
+    return "no_eval"
+
+
+_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
+
+
+def _consumable(value: Any) -> bool:
+    """Iterators and dict views: a test must consume them to see what they hold."""
+    if isinstance(value, str | bytes | bytearray):
+        return False
+    return isinstance(value, (Iterator, *_VIEWS))
+
+
+def materialize(value: Any, limit: int, depth: int = 0) -> tuple[Any, Any, bool]:
+    """``value`` as plain data, the *shape* of the consumption, and whether an iterator
+    was cut at ``limit`` items.
+
+    Shapes, as the host renders them into a test: ``"v"`` the value itself;
+    ``{"k": "it", "n": bound or None, "e": element shape}`` an iterator or view, consumed
+    into a list (at most ``n`` items when it had more); ``{"k": "seq", "e": shape}`` a list or
+    tuple whose items are consumed alike, as a list; ``{"k": "tup", "e": [shapes]}`` a tuple
+    whose positions are consumed each its own way; ``{"k": "map", "e": shape}`` a dict whose
+    values are. Each item is consumed before the next is drawn, as a test's comprehension
+    does (the groups of ``groupby`` are gone once it moves on). Items that would need
+    different shapes leave the value as it is."""
+    if depth > 4:
+        return value, "v", False
+    if _consumable(value):
+        items: list[Any] = []
+        shapes: list[Any] = []
+        cut_here = inner_cut = False
+        iterator = iter(value)
+        while True:
+            try:
+                item = next(iterator)
+            except StopIteration:
+                break
+            if len(items) == limit:
+                cut_here = True
+                break
+            data, shape, cut = materialize(item, limit, depth + 1)
+            items.append(data)
+            shapes.append(shape)
+            inner_cut |= cut
+        element = _uniform(shapes)
+        if element is None:
+            return items, "v", cut_here or inner_cut
+        shape = {"k": "it", "n": limit if cut_here else None, "e": element}
+        return items, shape, cut_here or inner_cut
+    if isinstance(value, list | tuple) and type(value) in (list, tuple):
+        parts = [materialize(item, limit, depth + 1) for item in value]
+        shapes = [shape for _, shape, _ in parts]
+        if all(shape == "v" for shape in shapes):
+            return value, "v", False
+        cut = any(truncated for _, _, truncated in parts)
+        element = _uniform(shapes)
+        if element is not None and (type(value) is list or len(value) > 4):
+            return [data for data, _, _ in parts], {"k": "seq", "e": element}, cut
+        if type(value) is tuple and len(value) <= 4:
+            return tuple(data for data, _, _ in parts), {"k": "tup", "e": shapes}, cut
+        return value, "v", False
+    if type(value) is dict:
+        entries = {key: materialize(item, limit, depth + 1) for key, item in value.items()}
+        element = _uniform([shape for _, shape, _ in entries.values()])
+        if element is None or element == "v":
+            return value, "v", False
+        cut = any(truncated for _, _, truncated in entries.values())
+        consumed = {key: entry[0] for key, entry in entries.items()}
+        return consumed, {"k": "map", "e": element}, cut
+    return value, "v", False
+
+
+def _uniform(shapes: list[Any]) -> Any:
+    """The one shape all items share ("v" for none), or None when they differ."""
+    if not shapes:
+        return "v"
+    first = shapes[0]
+    return first if all(shape == first for shape in shapes[1:]) else None
+
+
+RETURNED_CALLS = 3
+
+
+def call_returned(
+    value: Any, names: dict[str, Any], arguments: list[str], limit: int
+) -> list[dict[str, Any]]:
+    """A returned callable (a decorator's wrapper, ``compose``'s function) called on the
+    host's argument lists: up to :data:`RETURNED_CALLS` calls that returned different
+    results, or one that raised when none returned. A call that does not fit the callable
+    (TypeError, AttributeError) is not kept."""
+    kept: list[dict[str, Any]] = []
+    raised: dict[str, Any] | None = None
+    seen: set[str] = set()
+    for text in arguments:
+        if len(kept) >= RETURNED_CALLS:
+            break
+        try:
+            args, kwargs = eval(f"(lambda *a, **k: (a, k))({text})", dict(names))
+        except BaseException:
+            continue
+        try:
+            result = value(*args, **kwargs)
+            if inspect.iscoroutine(result):
+                result.close()
+                continue
+            observed = observe_value(result, names, limit)
+        except CaseTimeout:
+            raise
+        except (TypeError, AttributeError):
+            continue
+        except Exception as exc:
+            if raised is None:
+                raised = {
+                    "args": text,
+                    "raised": type_name(exc),
+                    "assert_type": assertable_type(type(exc), inspect.getmodule(value) or sys),
+                }
+            continue
+        if observed["canonical"] in seen:
+            continue
+        seen.add(observed["canonical"])
+        kept.append({"args": text, **observed})
+    return kept or ([raised] if raised else [])
+
+
+STATE_ITEMS = 20
+
+
+def receiver_state(receiver: Any, names: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What a test can see of an instance: its public attributes that have a literal (an
+    iterator attribute is not consumed), its ``len``, its items when it is a container, and
+    its ``repr`` when that has no address; each as ``{"literal", "canonical"}``."""
+    state: dict[str, dict[str, str]] = {}
+    attributes = getattr(receiver, "__dict__", None)
+    if isinstance(attributes, dict):
+        for name, value in list(attributes.items())[:STATE_ITEMS]:
+            if name.startswith("_") or not name.isidentifier() or callable(value):
+                continue
+            if _consumable(value):
+                continue
+            text = literal(value, names)
+            if text is not None:
+                state[f"attr:{name}"] = {"literal": text, "canonical": canonical(value)}
+    try:
+        if isinstance(receiver, Sized):
+            state["len"] = {"literal": str(len(receiver)), "canonical": str(len(receiver))}
+        if isinstance(receiver, Iterable) and not isinstance(receiver, Iterator | Mapping):
+            items = list(itertools.islice(iter(receiver), STATE_ITEMS + 1))
+            text = literal(items, names) if len(items) <= STATE_ITEMS else None
+            if text is not None:
+                state["items"] = {"literal": text, "canonical": canonical(items)}
+    except Exception:
+        pass
+    shown = safe_repr(receiver)
+    if not _ADDRESS.search(shown) and len(shown) <= 200:
+        state["repr"] = {"literal": repr(shown), "canonical": shown}
+    return state
+
+
+def state_change(
+    before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]
+) -> list[dict[str, str]]:
+    """The entries of the receiver's state the call changed (or added), in a fixed order;
+    the repr only when nothing more specific changed."""
+    changed = [
+        {"what": key, "literal": entry["literal"], "canonical": entry["canonical"]}
+        for key, entry in sorted(after.items())
+        if key != "repr" and before.get(key, {}).get("canonical") != entry["canonical"]
+    ]
+    shown = after.get("repr")
+    if not changed and shown and before.get("repr", {}).get("canonical") != shown["canonical"]:
+        changed.append({"what": "repr", **shown})
+    return changed
 
 
 def observe_case(
@@ -286,17 +480,22 @@ def observe_case(
     module: types.ModuleType,
     names: dict[str, Any],
     request: dict[str, Any],
-) -> dict[str, Any]:
-    """Evaluate one case's arguments, call, and record what happened."""
+    again: int = 0,
+) -> tuple[dict[str, Any], Any]:
+    """Evaluate one case's arguments, call, and record what happened; with the returned
+    value as data (consumed), for comparing runs. ``again`` numbers a rerun (its own working
+    directory)."""
     stage = "arguments"
     record: dict[str, Any] = {"id": case["id"]}
+    data: Any = None
     arcs: set[tuple[int, int]] = set()
     tracer = make_tracer(request["file"], request["span"], arcs)
-    workdir = Path(request["cwd"]) / f"case-{case['id']}"
+    workdir = Path(request["cwd"]) / (f"case-{case['id']}" + (f"-again-{again}" if again else ""))
     workdir.mkdir(parents=True, exist_ok=True)
     os.chdir(workdir)
     stdout = io.StringIO()
     outside: list[str] = []
+    limit = request["items_limit"]
     started = time.perf_counter()
     signal.setitimer(signal.ITIMER_REAL, float(request["case_timeout"]))
     try:
@@ -305,19 +504,32 @@ def observe_case(
             args = [eval(text, scope) for text in case["args"]]
             kwargs = {key: eval(text, scope) for key, text in case["kwargs"]}
             call = target
+            receiver: Any = None
+            before: dict[str, dict[str, str]] = {}
             if case.get("receiver"):
                 stage = "receiver"
-                call = getattr(eval(case["receiver"], scope), request["qualname"].split(".")[-1])
+                receiver = eval(case["receiver"], scope)
+                before = receiver_state(receiver, names)
+                call = getattr(receiver, request["qualname"].split(".")[-1])
             stage = "call"
+            RANDOM.start()
             sys.settrace(tracer)
             try:
                 value = call(*args, **kwargs)
                 if inspect.iscoroutine(value):
                     value = asyncio.run(value)
                 stage = "iterate" if isinstance(value, Iterator) else stage
-                record["returned"] = observe_value(value, names, request["items_limit"])
+                returned, data = observe_data(value, names, limit)
+                if callable(value) and not isinstance(value, type) and request.get("call_args"):
+                    calls = call_returned(value, names, request["call_args"], limit)
+                    if calls:
+                        returned["calls"] = calls
+                record["returned"] = returned
+                if receiver is not None:
+                    record["state"] = state_change(before, receiver_state(receiver, names))
             finally:
                 sys.settrace(None)
+                record["drew_random"] = RANDOM.stop()
     except CaseTimeout:
         record["timed_out"] = True
     except BaseException as exc:
@@ -339,7 +551,117 @@ def observe_case(
     record["wrote_files"] = any(workdir.iterdir())
     if outside:
         record["wrote_outside"] = list(outside)
+    return record, data
+
+
+RERUNS = 8
+"""In-process reruns of a case that drew random numbers: a result with two equally likely
+outcomes passes them all (and the two processes' runs) by chance once in 1024 times."""
+RERUN_SECONDS = 0.25
+
+
+def observe_with_reruns(
+    case: dict[str, Any],
+    target: Any,
+    module: types.ModuleType,
+    names: dict[str, Any],
+    request: dict[str, Any],
+) -> dict[str, Any]:
+    """:func:`observe_case`, and when the case drew random numbers, :data:`RERUNS` reruns
+    with other seeds; a result that varies gets ``varies``: what held in every run."""
+    record, data = observe_case(case, target, module, names, request)
+    if not record.pop("drew_random", False) or record.get("timed_out"):
+        return record
+    if record["seconds"] > RERUN_SECONDS or record.get("stage") not in ("call", "iterate"):
+        return record
+    runs = [(record, data)]
+    for again in range(1, RERUNS + 1):
+        random.seed(again * 7919)
+        rerun, rerun_data = observe_case(case, target, module, names, request, again)
+        rerun.pop("drew_random", None)
+        if rerun.get("timed_out"):
+            record["varies"] = {"runs": again + 1}
+            return record
+        runs.append((rerun, rerun_data))
+    if len({outcome(run) for run, _ in runs}) > 1:
+        record["varies"] = invariants(runs, names)
     return record
+
+
+def outcome(record: dict[str, Any]) -> tuple[Any, ...]:
+    """What two runs of a case must agree on to be the same behaviour."""
+    returned, raised = record.get("returned") or {}, record.get("raised") or {}
+    state = [entry["canonical"] for entry in record.get("state", [])]
+    calls = [call.get("canonical") or call.get("raised") for call in returned.get("calls", [])]
+    return (
+        returned.get("canonical"),
+        raised.get("canonical"),
+        record.get("stdout"),
+        *state,
+        *calls,
+    )
+
+
+def invariants(runs: list[tuple[dict[str, Any], Any]], names: dict[str, Any]) -> dict[str, Any]:
+    """What held in every run of a case whose result varies: the exception class it always
+    raised, or the result's type, length and sorted items (each when equal in every run)."""
+    found: dict[str, Any] = {"runs": len(runs)}
+    raised = [record.get("raised") for record, _ in runs]
+    if any(raised):
+        types = {item["assert_type"] for item in raised if item}
+        if all(raised) and len(types) == 1:
+            found["raised"] = types.pop()
+        return found
+    shapes = {json.dumps(record["returned"].get("shape")) for record, _ in runs}
+    types = {record["returned"]["type"] for record, _ in runs}
+    if len(shapes) > 1:
+        return found
+    if len(types) == 1 and shapes == {'"v"'}:
+        found["type"] = types.pop()
+    datas = [data for _, data in runs]
+    with contextlib.suppress(Exception):
+        lengths = {len(data) for data in datas}
+        if len(lengths) == 1:
+            found["len"] = lengths.pop()
+    with contextlib.suppress(Exception):
+        ordered = [sorted(data) for data in datas]
+        if all(canonical(items) == canonical(ordered[0]) for items in ordered):
+            text = literal(ordered[0], names)
+            if text is not None:
+                found["sorted"] = text
+    return found
+
+
+class RandomWatch:
+    """Whether a case drew random numbers: from the global generator (its state moved), a
+    generator seeded from the system (``random.Random()``), or the system's own source
+    (``os.urandom``: ``SystemRandom``, ``secrets``, ``uuid.uuid4``). Installed before the
+    project's code is imported, so what it binds from ``os`` is the watched function."""
+
+    def __init__(self) -> None:
+        self.drew = False
+        self.state: Any = None
+        system = os.urandom
+        seed = random.Random.seed
+
+        def urandom(size: int) -> bytes:
+            self.drew = True
+            return system(size)
+
+        def watched_seed(generator: random.Random, a: Any = None, version: int = 2) -> None:
+            if a is None:
+                self.drew = True
+            seed(generator, a, version)
+
+        os.urandom = urandom
+        random._urandom = urandom  # type: ignore[attr-defined]
+        random.Random.seed = watched_seed  # type: ignore[method-assign,assignment]
+
+    def start(self) -> None:
+        self.drew, self.state = False, random.getstate()
+
+    def stop(self) -> bool:
+        return self.drew or random.getstate() != self.state
 
 
 class WriteWatch:
@@ -433,6 +755,7 @@ def make_tracer(file: str, span: list[int], arcs: set[tuple[int, int]]) -> Any:
 
 
 WATCH: WriteWatch
+RANDOM: RandomWatch
 
 
 def signed(record: dict[str, Any], key: bytes) -> str:
@@ -451,8 +774,9 @@ def observe(request: dict[str, Any], result_path: Path, key: bytes) -> None:
         raise CaseTimeout
 
     signal.signal(signal.SIGALRM, on_alarm)
-    global WATCH
+    global WATCH, RANDOM
     WATCH = WriteWatch()
+    RANDOM = RandomWatch()
     with result_path.open("a", encoding="utf-8") as out:
         if request.get("travel") is not None:
             unavailable = travel(float(request["travel"]), request.get("lend", []))
@@ -471,7 +795,7 @@ def observe(request: dict[str, Any], result_path: Path, key: bytes) -> None:
         request["file"] = module.__file__ or str(file)
         names = namespace(module)
         for case in request["cases"]:
-            record = observe_case(case, target, module, names, request)
+            record = observe_with_reruns(case, target, module, names, request)
             out.write(signed(record, key))
             out.flush()
 

@@ -56,11 +56,13 @@ def observe_in(
     span: tuple[int, int] = (0, 0),
     seed: str = "1",
     travel: float | None = None,
+    call_args: list[str] | None = None,
 ) -> ObservedRun:
     """Run ``cases`` (``{"id", "args": [source], "kwargs": [[name, source]], "receiver"}``)
     of ``qualname`` in ``path`` inside ``box``, with ``PYTHONHASHSEED=seed``; the arcs run in
     the lines of ``span`` are recorded. With ``travel``, the wall clock reads that moment (a
-    POSIX timestamp) in the child."""
+    POSIX timestamp) in the child. A callable a case returns is called on each of
+    ``call_args`` (argument lists as source the host has checked as data)."""
     lend = remoras_packages() if box.python.shares_remoras_packages else []
     run = ObservedRun()
     pending = list(cases)
@@ -87,6 +89,7 @@ def observe_in(
                     "items_limit": ITEMS_LIMIT,
                     "travel": travel,
                     "lend": lend,
+                    "call_args": list(call_args or []),
                 }
             ),
             encoding="utf-8",
