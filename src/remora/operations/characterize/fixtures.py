@@ -1,7 +1,8 @@
 """The sample_data agent's host side: observed calls as a JSON or YAML fixture file.
 
 Each fixture is one argument list that called the function without an argument error (see
-:mod:`.inputs`), with what it returned or raised. Files are written with the ``json`` and
+:mod:`.inputs`), with what it returned or raised (the exception by its class name, as a
+reader's ``type(exc).__name__`` gives it). Files are written with the ``json`` and
 ``yaml`` libraries to ``fixtures/<module path>/<qualname>.<ext>``. A value that is not data
 (a callable, a tuple, a set, an object) is written as ``{"$python": "<expression>"}``: an
 expression to evaluate with the module's public names in scope; a result that has no such
@@ -106,10 +107,13 @@ def write_fixtures(
     out = fixture_path(target.path, qualname, kind)
     write_text(ctx, out, text)
     omitted = [f for f in data["fixtures"] if "returns_omitted" in f]
+    raised = [f["raises"]["type"] for f in entries if "raises" in f]
     job.fixture_report = {
         "path": out,
         "fixtures": len(entries),
-        "raising": sum(1 for f in data["fixtures"] if "raises" in f),
+        "raising": len(raised),
+        "raised_types": sorted(set(raised)),
+        "empty": sum(1 for f in entries if shows_nothing(f)),
         "results_omitted": len(omitted),
         "format": kind,
     }
@@ -172,7 +176,7 @@ def fixture(observation: Observation, scope: Scope) -> dict[str, Any]:
     entry["kwargs"] = {name: as_data(_expression(text)) for name, text in case.kwargs}
     if observation.raised is not None:
         entry["raises"] = {
-            "type": observation.raised["type"],
+            "type": class_name(observation.raised["type"]),
             "message": observation.raised["message"],
         }
     else:
@@ -198,6 +202,26 @@ def fixture(observation: Observation, scope: Scope) -> dict[str, Any]:
     if observation.stdout:
         entry["stdout"] = observation.stdout
     return entry
+
+
+def class_name(dotted: object) -> str:
+    """The exception class as a reader matches it, ``type(exc).__name__``: the child reports
+    ``dateutil.parser._parser.ParserError``, a module path no reader imports from."""
+    return str(dotted).rsplit(".", 1)[-1]
+
+
+def shows_nothing(entry: dict[str, Any]) -> bool:
+    """Whether a fixture returned an empty value (None, '', [], {}, (), 0, False) and printed
+    nothing: it shows the call runs, not what it gives."""
+    if "returns" not in entry or entry.get("stdout"):
+        return False
+    value = entry["returns"]
+    if isinstance(value, dict) and set(value) == {PYTHON_MARKER}:
+        try:
+            value = ast.literal_eval(str(value[PYTHON_MARKER]))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+    return not value
 
 
 def _expression(text: str) -> ast.expr:

@@ -167,21 +167,56 @@ def fixture_verdict(
     ctx: CapabilityContext, path: str, qualname: str, format: str = "json"
 ) -> dict[str, Any]:
     """The sample_data job's outcome on the host's word: the fixture file written from the
-    calls observed, validating and writing first when needed (``failed`` when none)."""
+    calls observed, validating and writing first when needed (``failed`` when none;
+    ``partial`` when every fixture raises or returns an empty value, since such a set shows
+    how the function fails or that it runs, not how it is used)."""
     report = fixtures_result(ctx, path, qualname, format)
     if not report["ok"]:
         return {"status": "failed", "summary": report["reason"], "details": {}}
+    total, raising, empty = report["fixtures"], report["raising"], report["empty"]
+    uninformative = raising + empty == total
+    summary = (
+        _uninformative(qualname, report)
+        if uninformative
+        else f"{total} fixture(s) in {report['path']} ({raising} raise an expected exception)"
+    )
     return {
-        "status": "success",
-        "summary": f"{report['fixtures']} fixture(s) in {report['path']} "
-        f"({report['raising']} raise an expected exception)",
+        "status": "partial" if uninformative else "success",
+        "summary": summary,
         "details": {
             "fixture_file": report["path"],
-            "fixtures": report["fixtures"],
-            "raising": report["raising"],
+            "fixtures": total,
+            "raising": raising,
+            "raised_types": report["raised_types"],
+            "empty": empty,
             "results_omitted": report["results_omitted"],
         },
     }
+
+
+def _uninformative(qualname: str, report: dict[str, Any]) -> str:
+    """The summary of a fixture set in which every fixture raises or returns an empty value."""
+    total, raising = report["fixtures"], report["raising"]
+    one = total == 1
+    subject = (
+        f"{'the one fixture' if one else f'all {total} fixtures'} of {qualname} in {report['path']}"
+    )
+    they = "it shows" if one else "they show"
+    types = ", ".join(report["raised_types"])
+    if raising == total:
+        return (
+            f"{subject} {'raises' if one else 'raise'} ({types}): {they} how it fails, not how "
+            "it is used"
+        )
+    if raising == 0:
+        return (
+            f"{subject} {'returns' if one else 'return'} only empty values: {they} that it "
+            "runs, not what it gives"
+        )
+    return (
+        f"{subject} raise ({types}) or return only empty values: {they} how it fails, not "
+        "what it gives"
+    )
 
 
 def _marked_source(
