@@ -129,7 +129,9 @@ def inputs_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[st
 @capability
 def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
     """The test job's outcome on the host's word: the tests that pass twice and their
-    coverage, taking the steps not taken yet first (``failed`` when no test passes)."""
+    coverage, taking the steps not taken yet first (``failed`` when no test passes;
+    ``partial`` when they kill none of the function's mutants, since tests that notice no
+    change to the code pin little, and a reviewer should know before accepting them)."""
     report = characterization_result(ctx, path, qualname)
     if not report["ok"]:
         return {"status": "failed", "summary": report["reason"], "details": {}}
@@ -137,10 +139,18 @@ def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, 
     job = draft(ctx, load_target(ctx, path, qualname).path, qualname)
     unmoved = job.clock_unmoved
     gains = job.proposal_gains()
+    measured = report.get("mutants_measured") or 0
+    pin_little = measured > 0 and not report.get("mutants_killed")
+    tests = f"{len(report['kept'])} characterization test(s) in {report['path']} pass twice"
+    if pin_little:
+        tests += f" but kill none of the function's {measured} mutants: they pin little; " + str(
+            report["coverage_summary"]
+        )
+    else:
+        tests += f"; {_reached(report)}"
     return {
-        "status": "success",
-        "summary": f"{len(report['kept'])} characterization test(s) in {report['path']} "
-        f"pass twice; {_reached(report)}"
+        "status": "partial" if pin_little else "success",
+        "summary": tests
         + (f" (not checked on another date: {unmoved})" if unmoved else "")
         + (f"; {_model_share(gains)}" if gains else ""),
         "details": {
