@@ -18,7 +18,8 @@ import pytest
 
 from remora.evaluation.functions import FunctionRef
 from remora.evaluation.package import Project, resolve_package
-from remora.evaluation.report import OperationReport, Score
+from remora.evaluation.report import EvalReport, OperationReport, Score, to_markdown
+from remora.evaluation.session import RemoraRun, RemoraSession
 from remora.operations.characterize._hypothesis import (
     HYPOTHESIS_MISSING,
     from_type_fixtures,
@@ -30,7 +31,9 @@ from remora.operations.characterize.evaluation import (
     BUILDS,
     GHOSTWRITER,
     HOST_ONLY,
+    HOST_ONLY_UNTESTED,
     REMORA,
+    UNTESTED,
     characterizable,
     evaluate_sample_data,
     evaluate_test,
@@ -65,12 +68,34 @@ def _project(source: Path, dest: Path) -> Project:
     return resolve_package(str(source), dest / "fetch").copy_to(dest / "project")
 
 
+Copies = dict[str, list[str]]
+
+
 @pytest.fixture(scope="module")
-def tested(tmp_path_factory: pytest.TempPathFactory) -> Evaluated:
+def tested_copies(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[OperationReport, RecordingProgress, Copies]:
+    """The test evaluation, and the Python files of each Remora row's copy as Remora
+    started on it, by the copy's directory name."""
     ctx, progress = eval_context(
         tmp_path_factory.mktemp("test"), "test", characterization_policy, limit=LIMIT, seed=SEED
     )
-    return evaluate_test(ctx), progress
+    copies: Copies = {}
+    run = RemoraSession.run
+
+    def recording(self: RemoraSession, project: Project, *args: Any, **kwargs: Any) -> RemoraRun:
+        copies[project.root.name] = sorted(map(project.relative, project.root.rglob("*.py")))
+        return run(self, project, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RemoraSession, "run", recording)
+        return evaluate_test(ctx), progress, copies
+
+
+@pytest.fixture(scope="module")
+def tested(tested_copies: tuple[OperationReport, RecordingProgress, Copies]) -> Evaluated:
+    report, progress, _ = tested_copies
+    return report, progress
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +115,7 @@ def test_both_operations_measure_one_seeded_selection(
     tested: Evaluated, sampled: Evaluated
 ) -> None:
     for (report, progress), operation, runs in (
-        (tested, "test", 2),  # every Remora row but the base model's (no test adapter)
+        (tested, "test", 4),  # every Remora row but the base model's (no test adapter)
         (sampled, "sample_data", 2),  # the rows it was given
     ):
         assert report.error is None and report.operation == operation
@@ -189,7 +214,8 @@ def test_remora_keeps_tests_that_pass_here_and_cover_the_functions(tested: Evalu
         sum(_detail(report, t, REMORA)["mutation"]["score"] for t in report.selection) / 3
     )
     figures = {item.variant: item for item in report.remora}
-    assert set(figures) == {REMORA, HOST_ONLY}  # without an adapter the base model is remora
+    # without an adapter the base model is remora
+    assert set(figures) == {REMORA, HOST_ONLY, UNTESTED, HOST_ONLY_UNTESTED}
     assert any(note.startswith(f"{BASE_MODEL} not run") for note in report.notes)
     assert figures[REMORA].jobs == 3 and figures[REMORA].statuses == {"success": 3}
     assert figures[REMORA].call_validity == 1.0
@@ -313,3 +339,54 @@ def test_without_hypothesis_the_baselines_say_so_and_remora_still_runs(
     [target] = report.selection
     assert _detail(report, target, BUILDS)["error"] == HYPOTHESIS_MISSING
     assert _score(report, REMORA).values["with_fixture"] == 1.0
+
+
+def test_the_untested_rows_run_remora_on_copies_without_the_packages_tests(
+    tested_copies: tuple[OperationReport, RecordingProgress, Copies],
+) -> None:
+    report, _, copies = tested_copies
+    for row in (REMORA, HOST_ONLY):
+        assert "tests/test_shapes.py" in copies[_directory(row)]
+    for row in (UNTESTED, HOST_ONLY_UNTESTED):
+        files = copies[_directory(row)]
+        assert "shapes/geometry.py" in files
+        assert not [path for path in files if path.startswith("tests/") or "test_" in path]
+    assert report.details["removed_tests"] == {UNTESTED: ["tests/"], HOST_ONLY_UNTESTED: ["tests/"]}
+    assert f"{HOST_ONLY_UNTESTED}: the package's own tests removed from its copy" in (
+        "\n".join(report.notes)
+    )
+
+
+def test_every_row_reports_coverage_mutants_and_type_only_tests(tested: Evaluated) -> None:
+    report, _ = tested
+    rows = [score.tool for score in report.scores]
+    assert rows == [GHOSTWRITER, REMORA, HOST_ONLY, UNTESTED, HOST_ONLY_UNTESTED]
+    for score in report.scores:
+        values = score.values
+        assert isinstance(values["branch_coverage"], float)
+        assert isinstance(values["mutation_score"], float)
+        assert isinstance(values["type_only"], int)
+    for row in (REMORA, HOST_ONLY, UNTESTED, HOST_ONLY_UNTESTED):
+        assert _score(report, row).values["functions_tested"] == 3
+        assert any(
+            note.startswith(f"{row}: ") and "only check a type" in note for note in report.notes
+        )
+        assert isinstance(_detail(report, "shapes/geometry.py::area", row)["type_only"], list)
+    whole = EvalReport(
+        remora_version="0",
+        spec="shapes",
+        package="shapes",
+        command="remora eval shapes --ops test",
+        seed=SEED,
+        limit=LIMIT,
+        operations=["test"],
+        model="scripted",
+        started="now",
+        reports=[report],
+    )
+    markdown = to_markdown(whole)
+    assert f"| {HOST_ONLY_UNTESTED} |" in markdown and "| type-only tests |" in markdown
+
+
+def _directory(row: str) -> str:
+    return next(variant.directory for variant in variants("test") if variant.name == row)

@@ -9,15 +9,19 @@ report, and the coverage cut down to the one function the file tests
 there). The file's coverage counts only when it imported, no test failed in either run and
 at least one passed; otherwise it counts as 0% and ``zero_reason`` says why, while the
 ``measured_*`` rates keep what the run did cover.
+
+:func:`type_only_tests` reads a file's tests without running them: a test whose every
+``assert`` only checks a type passes for any value of that type, so it pins nothing.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,4 +255,85 @@ def mutation_of_file(
         workdir=scratch,
         launch=launch,
         test_timeout=MUTANT_TEST_TIMEOUT,
+    )
+
+
+@dataclass(frozen=True)
+class TypeOnly:
+    """A test file's tests (pytest ids) and those whose every assert only checks a type."""
+
+    tests: tuple[str, ...] = ()
+    type_only: tuple[str, ...] = ()
+
+
+def type_only_tests(source: str, names: Collection[str] = ()) -> TypeOnly:
+    """The test functions of ``source`` (``names`` only, as pytest ids, when given) and
+    those with at least one assert, every one of which checks only a type
+    (``isinstance``, ``type(x) is T``, ``type(x).__name__ == 'T'``, ...). Unparsable
+    source has no tests."""
+    try:
+        module = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return TypeOnly()
+    wanted = set(names)
+    tests: list[str] = []
+    type_only: list[str] = []
+    for test_id, function in _test_functions(module):
+        if wanted and test_id not in wanted:
+            continue
+        tests.append(test_id)
+        asserts = [node for node in ast.walk(function) if isinstance(node, ast.Assert)]
+        if asserts and all(_checks_type_only(node.test) for node in asserts):
+            type_only.append(test_id)
+    return TypeOnly(tuple(tests), tuple(type_only))
+
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _test_functions(module: ast.Module) -> list[tuple[str, _Function]]:
+    """pytest's test functions: ``test*`` at the top, and in top-level ``Test*`` classes."""
+    found: list[tuple[str, _Function]] = []
+    for node in module.body:
+        if isinstance(node, _Function) and node.name.startswith("test"):
+            found.append((node.name, node))
+        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            found += [
+                (f"{node.name}::{item.name}", item)
+                for item in node.body
+                if isinstance(item, _Function) and item.name.startswith("test")
+            ]
+    return found
+
+
+_TYPE_CALLS = frozenset({"isinstance", "issubclass"})
+_TYPE_NAMES = frozenset({"__name__", "__qualname__", "__module__"})
+
+
+def _checks_type_only(test: ast.expr) -> bool:
+    """Whether an assert's condition only checks a type: ``isinstance``/``issubclass``,
+    a comparison with ``type(x)`` or ``x.__class__`` (or its name) on one side, and
+    ``not``/``and``/``or`` of those."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _checks_type_only(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return all(_checks_type_only(value) for value in test.values)
+    if isinstance(test, ast.Call):
+        return isinstance(test.func, ast.Name) and test.func.id in _TYPE_CALLS
+    if isinstance(test, ast.Compare):
+        return any(_is_type_of(operand) for operand in [test.left, *test.comparators])
+    return False
+
+
+def _is_type_of(node: ast.expr) -> bool:
+    """``type(x)``, ``x.__class__``, or their ``__name__``/``__qualname__``/``__module__``."""
+    if isinstance(node, ast.Attribute) and node.attr in _TYPE_NAMES:
+        node = node.value
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__class__"
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "type"
+        and len(node.args) == 1
     )

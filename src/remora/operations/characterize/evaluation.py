@@ -23,7 +23,11 @@ test. Rows, each on its own scratch copy of the package:
 * remora (base model): the model's proposals too, by the base model without any adapter
   (``model.use_adapters=false``): what the agent's adapter adds at the same decision points.
   An agent without an adapter would run the same as remora here, so unless the rows are
-  named the row is left out and a note says why.
+  named the row is left out and a note says why;
+* remora (untested) and remora (host only, untested): the first two on a copy without the
+  package's own tests (:func:`remove_own_tests`), as most code Remora is brought to has
+  none: the host then finds argument lists only in the docstrings' examples, the other
+  call sites and the defaults, and no behaviour is left out as already tested.
 
 Every test file is measured the same way (:mod:`._testrun`): run twice here
 (PYTHONHASHSEED 11 and 12; Remora's from the copy's root, as its user would), the first run
@@ -32,7 +36,10 @@ import, has a failing test in either run, or no passing test counts as 0%, and a
 without a file counts as 0%. Columns: functions whose file counts; tests (Remora: kept after
 passing twice in its sandbox; Hypothesis: in its files); flaky tests Remora dropped (they did
 not pass twice); the pass rate of every file's tests over both runs here; the mean over the
-functions of line and branch coverage; files failing and files not importing.
+functions of line and branch coverage; files failing and files not importing; and the
+tests whose every assert checks only a type (:func:`._testrun.type_only_tests`: Remora's
+kept tests in its marked files, every test of ``hypothesis write``'s), which pin nothing,
+with their share of the tests read in a note.
 
 sample_data. Rows: st.builds (baseline): ``st.builds(function)`` (``st.from_type`` of each
 annotated parameter) drawn 20 times and called, in a child process; remora (the model's
@@ -53,8 +60,9 @@ draws, Remora's run), not of the measurement runs here.
 from __future__ import annotations
 
 import ast
+import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +73,7 @@ from remora.evaluation.functions import (
     parameter_names,
     public_functions,
 )
-from remora.evaluation.package import Project
+from remora.evaluation.package import TEST_DIRS, Project
 from remora.evaluation.report import (
     ADAPTER_ROW,
     BASE_MODEL_ROW,
@@ -84,14 +92,18 @@ from remora.operations.characterize._hypothesis import (
     missing_hypothesis,
 )
 from remora.operations.characterize._mutation import MutationReport
+from remora.operations.characterize._testgen import MARKER
 from remora.operations.characterize._testrun import (
     NOT_IMPORTABLE,
     TESTS_FAILED,
     FileRun,
+    TypeOnly,
     mutation_of_file,
     run_test_file,
+    type_only_tests,
 )
 from remora.orchestration import JobRecord
+from remora.tools.capabilities.project import is_test_file
 
 TEST = "test"
 SAMPLE_DATA = "sample_data"
@@ -102,6 +114,8 @@ BUILDS = "st.builds"
 REMORA = ADAPTER_ROW
 HOST_ONLY = HOST_ONLY_ROW
 BASE_MODEL = BASE_MODEL_ROW
+UNTESTED = "remora (untested)"
+HOST_ONLY_UNTESTED = "remora (host only, untested)"
 FILE_TIMEOUT_S = 300.0
 
 TEST_COLUMNS = [
@@ -153,6 +167,13 @@ TEST_COLUMNS = [
         "without a counted file; functions without a mutant left out",
     ),
     Column(
+        key="type_only",
+        label="type-only tests",
+        kind="count",
+        help="tests whose every assert only checks a type (isinstance(x, T), type(x) is T, "
+        "type(x).__name__ == 'T'): they pass for any value of the type, so they pin nothing",
+    ),
+    Column(
         key="failing_files",
         label="failing files",
         kind="count",
@@ -185,24 +206,74 @@ SAMPLE_DATA_COLUMNS = [
 
 @dataclass(frozen=True)
 class Variant:
-    """One Remora row: its name, its settings, the directory of its scratch copy."""
+    """One Remora row: its name, its settings, the directory of its scratch copy, and
+    whether the package's own tests are removed from the copy first."""
 
     name: str
     sets: tuple[str, ...]
     directory: str
+    untested: bool = False
 
 
-def variants(operation: str) -> tuple[Variant, Variant, Variant]:
+def variants(operation: str) -> tuple[Variant, ...]:
     """Remora with the model's proposals, with the host's argument lists only (the model is
     not asked: the host does every step), and with the base model's proposals; each
-    whatever the default."""
+    whatever the default. The test operation also runs the first two without the
+    package's tests: the code users mostly bring, whose behaviours no test covers yet."""
     with_model = f"operations.{operation}.options.model_inputs=true"
     host_only = f"operations.{operation}.options.model_inputs=false"
-    return (
+    rows = (
         Variant(REMORA, (with_model,), f"{operation}-remora"),
         Variant(HOST_ONLY, (host_only,), f"{operation}-remora-host-inputs"),
         Variant(BASE_MODEL, (with_model, BASE_MODEL_SETTING), f"{operation}-base-model"),
     )
+    if operation != TEST:
+        return rows
+    return (
+        *rows,
+        Variant(UNTESTED, (with_model,), f"{operation}-remora-untested", untested=True),
+        Variant(
+            HOST_ONLY_UNTESTED,
+            (host_only,),
+            f"{operation}-remora-host-inputs-untested",
+            untested=True,
+        ),
+    )
+
+
+def remove_own_tests(project: Project) -> list[str]:
+    """Remove the package's own tests from a scratch copy; what was removed, relative
+    and sorted. Tests are what Remora's test detection takes for them: test modules
+    (:func:`~remora.tools.capabilities.project.is_test_file`) and ``conftest.py``
+    anywhere, and whole test directories, their data included: ``tests/`` or ``test/``
+    with such a file below, ``testing/`` with one in it (a ``testing/`` package whose only
+    tests are in a subdirectory is library code). Everything else stays: the docstrings'
+    examples and the other call sites are the evidence left."""
+    removed: list[str] = []
+    for path in sorted(project.root.rglob("*"), key=lambda item: len(item.parts)):
+        if not path.exists() and not path.is_symlink():
+            continue  # under a directory removed already
+        relative = project.relative(path)
+        if path.is_dir() and not path.is_symlink():
+            if _is_test_directory(path):
+                shutil.rmtree(path)
+                removed.append(relative + "/")
+        elif _is_test_module(path):
+            path.unlink()
+            removed.append(relative)
+    return sorted(removed)
+
+
+def _is_test_directory(path: Path) -> bool:
+    if path.name not in TEST_DIRS:
+        return False
+    inside = path.iterdir() if path.name == "testing" else path.rglob("*.py")
+    return any(_is_test_module(item) for item in inside)
+
+
+def _is_test_module(path: Path) -> bool:
+    name = path.name
+    return path.suffix == ".py" and (name == "conftest.py" or is_test_file(name))
 
 
 @dataclass
@@ -214,6 +285,7 @@ class FunctionTests:
     run: FileRun | None
     zero_reason: str | None
     mutation: MutationReport | None = None
+    assertions: TypeOnly = field(default_factory=TypeOnly)
 
     @property
     def mutation_rate(self) -> float | None:
@@ -303,8 +375,12 @@ def _evaluate(
     notes = [_selection_note(ctx, chosen, candidates), *([repeats] if repeats else [])]
     scores = [baseline(ctx, chosen, details, notes)] if ctx.baselines else []
     figures: list[RemoraFigures] = []
+    removed: dict[str, list[str]] = {}
     for variant in measured:
         project = ctx.scratch(variant.directory)
+        if variant.untested:
+            removed[variant.name] = remove_own_tests(project)
+            notes.append(_removed_note(variant.name, removed[variant.name]))
         run = _run_remora(ctx, steps, project, chosen, operation, variant)
         values = measure(ctx, project, run, variant, chosen, details, notes)
         scores.append(_remora_score(variant, values if run.jobs else {}, run))
@@ -317,8 +393,15 @@ def _evaluate(
         scores=scores,
         remora=figures,
         notes=notes,
-        details={"functions": details},
+        details={"functions": details, **({"removed_tests": removed} if removed else {})},
     )
+
+
+def _removed_note(row: str, removed: list[str]) -> str:
+    if not removed:
+        return f"{row}: the package has no tests of its own to remove"
+    shown = ", ".join(removed[:4]) + (f" and {len(removed) - 4} more" if len(removed) > 4 else "")
+    return f"{row}: the package's own tests removed from its copy before Remora ran ({shown})"
 
 
 def _measure_tests(
@@ -337,6 +420,7 @@ def _measure_tests(
         details[ref.target][variant.name] = detail | {"zero_reason": outcome.zero_reason}
         outcomes.append(outcome)
     notes += _zeroed_notes(variant.name, chosen, outcomes)
+    notes += _type_only_note(variant.name, outcomes)
     return _test_values(outcomes)
 
 
@@ -376,6 +460,8 @@ def _ghostwriter_row(
         details[ref.target][GHOSTWRITER] = ghost.model_dump()
         write_s += ghost.write_s
         tests = ghost.run.tests if ghost.run else 0
+        assertions = _assertions(Path(ghost.run.test_file) if ghost.run else None)
+        details[ref.target][GHOSTWRITER]["type_only"] = list(assertions.type_only)
         mutation = None
         if ghost.run is not None and ghost.run.counted:
             mutation = mutation_of_file(
@@ -388,9 +474,12 @@ def _ghostwriter_row(
                 pytest_args=["--hypothesis-seed=0"],
             )
             details[ref.target][GHOSTWRITER]["mutation"] = _mutation_detail(mutation)
-        outcomes.append(FunctionTests(tests, None, ghost.run, ghost.zero_reason, mutation))
+        outcomes.append(
+            FunctionTests(tests, None, ghost.run, ghost.zero_reason, mutation, assertions)
+        )
         ctx.progress.done()
     notes += _zeroed_notes(GHOSTWRITER, chosen, outcomes)
+    notes += _type_only_note(GHOSTWRITER, outcomes)
     missing = missing_hypothesis(cli=True)
     values = {} if missing else _test_values(outcomes)
     return Score(tool=GHOSTWRITER, kind="baseline", values=values, wall_s=write_s, error=missing)
@@ -473,6 +562,8 @@ def _remora_tests(
     }
     if not isinstance(test_file, str) or not (project.root / test_file).is_file():
         return FunctionTests(len(kept), len(dropped), None, "no test file in the copy"), detail
+    assertions = _assertions(project.root / test_file, kept, marked=True)
+    detail["type_only"] = list(assertions.type_only)
     ctx.progress.doing(f"running {test_file}")
     scratch = ctx.work / "runs" / project.root.name / _label(ref)
     timeout = min(FILE_TIMEOUT_S, ctx.test_timeout)
@@ -499,7 +590,31 @@ def _remora_tests(
             tests=kept,
         )
         detail["mutation"] = _mutation_detail(mutation)
-    return FunctionTests(len(kept), len(dropped), run, run.zero_reason, mutation), detail
+    outcome = FunctionTests(len(kept), len(dropped), run, run.zero_reason, mutation, assertions)
+    return outcome, detail
+
+
+def _assertions(
+    test_file: Path | None, tests: list[str] | None = None, *, marked: bool = False
+) -> TypeOnly:
+    """The file's ``tests`` (all, when None) and those checking only a type; none when it
+    is unreadable, or not Remora's when ``marked``."""
+    try:
+        text = test_file.read_text(encoding="utf-8") if test_file is not None else ""
+    except (OSError, UnicodeDecodeError):
+        return TypeOnly()
+    if not text or (marked and MARKER not in text) or tests == []:
+        return TypeOnly()
+    return type_only_tests(text, tests or ())
+
+
+def _type_only_note(tool: str, outcomes: list[FunctionTests]) -> list[str]:
+    """The share of the tests read that only check a type."""
+    read = sum(len(outcome.assertions.tests) for outcome in outcomes)
+    if not read:
+        return []
+    found = sum(len(outcome.assertions.type_only) for outcome in outcomes)
+    return [f"{tool}: {found} of {read} tests ({found / read:.0%}) only check a type"]
 
 
 def _mutation_detail(report: MutationReport) -> dict[str, Any]:
@@ -556,6 +671,7 @@ def _test_values(outcomes: list[FunctionTests]) -> dict[str, Value]:
         "mutation_score": mean(
             rate for outcome in outcomes if (rate := outcome.mutation_rate) is not None
         ),
+        "type_only": sum(len(outcome.assertions.type_only) for outcome in outcomes),
         "failing_files": sum(1 for o in outcomes if o.zero_reason == TESTS_FAILED),
         "not_importable": sum(1 for o in outcomes if o.zero_reason == NOT_IMPORTABLE),
     }
