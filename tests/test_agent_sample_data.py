@@ -144,7 +144,8 @@ def test_by_default_the_host_writes_its_own_fixtures_without_the_model(project: 
     outcome = run_operation(
         project, "sample_data", "pkg/helpers.py", ideal(["'--all'"]), qualname="parse_flag"
     )
-    assert outcome.result.status == "success", outcome.result
+    # its host-only fixtures ('a', 'abc') all return None
+    assert outcome.result.status == "partial", outcome.result
     assert outcome.model_calls == 0
     assert outcome.result.details["host_only"] is True
     text = outcome.changed["fixtures/pkg/helpers/parse_flag.json"]

@@ -150,7 +150,8 @@ def test_model_proposals_add_behaviours_and_the_ablation_switch_leaves_them_out(
         qualname="parse_flag",
         options={"model_inputs": False},
     )
-    assert host_only.result.status == "success", host_only.result
+    # the host's tests (parse_flag('a') is None) kill none of its mutants
+    assert host_only.result.status == "partial", host_only.result
     assert "--verbose" not in host_only.changed["tests/test_helpers.py"]
     assert host_only.result.details["line_rate"] < 1.0
 
@@ -158,7 +159,7 @@ def test_model_proposals_add_behaviours_and_the_ablation_switch_leaves_them_out(
 def test_by_default_the_host_writes_the_tests_without_the_model(project: Path) -> None:
     outcome = run_operation(project, "test", "helpers.py", ideal(["'--x'"]), qualname="parse_flag")
     assert outcome.model_calls == 0
-    assert outcome.result.status == "success", outcome.result
+    assert outcome.result.status == "partial", outcome.result
     assert outcome.result.details["host_only"] is True
     assert "--x" not in outcome.changed["tests/test_helpers.py"]
     assert run_generated(project, outcome).returncode == 0

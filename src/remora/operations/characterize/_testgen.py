@@ -306,7 +306,9 @@ def consume(expression: str, shape: Shape, depth: int = 0) -> str:
             for index, element in enumerate(shape["e"])
         ]
         return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
-    if kind == "map":
+    if kind == "dict" and shape.get("e", "v") == "v":
+        return f"dict({expression})"
+    if kind in ("map", "dict"):
         key, value = f"key{suffix}", f"value{suffix}"
         inner = consume(value, shape["e"], depth + 1)
         return "{" + f"{key}: {inner} for {key}, {value} in {expression}.items()" + "}"

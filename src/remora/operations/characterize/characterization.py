@@ -301,7 +301,7 @@ def check_shape(shape: Any, depth: int = 0) -> Any:
         if not isinstance(parts, list) or not 1 <= len(parts) <= 4:
             raise CaseError("the result's shape is not one the host writes")
         return {"k": "tup", "e": [check_shape(part, depth + 1) for part in parts]}
-    if kind in ("seq", "map"):
+    if kind in ("seq", "map", "dict"):
         return {"k": kind, "e": check_shape(shape.get("e"), depth + 1)}
     if kind == "it":
         bound = shape.get("n")

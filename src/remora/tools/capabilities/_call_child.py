@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import collections
 import contextlib
 import hashlib
 import hmac
@@ -250,11 +251,12 @@ def canonical(value: Any) -> str:
 
 
 def assertable_type(kind: type, module: types.ModuleType) -> str:
-    """The nearest class a test can name without imports: a builtin or the module's own."""
+    """The nearest class a test can name: a builtin, or a class the module defines or
+    imports (``ParserError`` re-exported from a private module) by that name."""
     for base in kind.__mro__:
         if base.__module__ == "builtins":
             return str(base.__qualname__)
-        if base.__module__ == module.__name__ and getattr(module, base.__name__, None) is base:
+        if getattr(module, base.__name__, None) is base:
             return str(base.__name__)
     return "Exception"
 
@@ -306,10 +308,11 @@ _VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items())
 
 
 def _consumable(value: Any) -> bool:
-    """Iterators and dict views: a test must consume them to see what they hold."""
+    """Iterators, dict views and deques: a test must consume them to see what they hold
+    (a deque's repr needs a name the test may not have)."""
     if isinstance(value, str | bytes | bytearray):
         return False
-    return isinstance(value, (Iterator, *_VIEWS))
+    return isinstance(value, (Iterator, *_VIEWS, collections.deque))
 
 
 def materialize(value: Any, limit: int, depth: int = 0) -> tuple[Any, Any, bool]:
@@ -321,9 +324,10 @@ def materialize(value: Any, limit: int, depth: int = 0) -> tuple[Any, Any, bool]
     into a list (at most ``n`` items when it had more); ``{"k": "seq", "e": shape}`` a list or
     tuple whose items are consumed alike, as a list; ``{"k": "tup", "e": [shapes]}`` a tuple
     whose positions are consumed each its own way; ``{"k": "map", "e": shape}`` a dict whose
-    values are. Each item is consumed before the next is drawn, as a test's comprehension
-    does (the groups of ``groupby`` are gone once it moves on). Items that would need
-    different shapes leave the value as it is."""
+    values are; ``{"k": "dict", "e": shape}`` a dict of ``collections`` (``defaultdict``),
+    compared as a plain dict. Each item is consumed before the next is drawn, as a test's
+    comprehension does (the groups of ``groupby`` are gone once it moves on). Items that
+    would need different shapes leave the value as it is."""
     if depth > 4:
         return value, "v", False
     if _consumable(value):
@@ -360,6 +364,16 @@ def materialize(value: Any, limit: int, depth: int = 0) -> tuple[Any, Any, bool]
         if type(value) is tuple and len(value) <= 4:
             return tuple(data for data, _, _ in parts), {"k": "tup", "e": shapes}, cut
         return value, "v", False
+    if isinstance(value, dict) and type(value).__module__ == "collections":
+        # defaultdict, OrderedDict, Counter: their reprs need names a test may not have;
+        # compared as the dict they hold
+        entries = {key: materialize(item, limit, depth + 1) for key, item in value.items()}
+        element = _uniform([shape for _, shape, _ in entries.values()])
+        if element is None:
+            return value, "v", False
+        cut = any(truncated for _, _, truncated in entries.values())
+        consumed = {key: entry[0] for key, entry in entries.items()}
+        return consumed, {"k": "dict", "e": element}, cut
     if type(value) is dict:
         entries = {key: materialize(item, limit, depth + 1) for key, item in value.items()}
         element = _uniform([shape for _, shape, _ in entries.values()])

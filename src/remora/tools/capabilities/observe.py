@@ -28,7 +28,7 @@ from remora.tools.process import import_roots
 
 CASE_TIMEOUT = 2.0
 """Seconds one case may run."""
-ITEMS_LIMIT = 20
+ITEMS_LIMIT = 10
 """Items of a returned iterator that are consumed and recorded."""
 _RELAUNCHES = 4
 
