@@ -198,11 +198,14 @@ def test_remora_keeps_tests_that_pass_here_and_cover_the_functions(tested: Evalu
     assert values["functions_tested"] == 3
     assert isinstance(values["tests"], int) and values["tests"] >= 3  # those that add something
     assert values["flaky_dropped"] == 0 and values["pass_rate"] == 1.0
-    # area's given-height branch is taken only by the project's own ``area(2, 3)``, which the
-    # agent does not repeat (issue 31); the file alone is measured here.
+    # the project's own ``area(2, 3)`` is not repeated (issue 31), but the host varies it
+    # one parameter at a time, so a call of its own takes the given-height branch too; the
+    # file alone is measured here.
     assert values["line_coverage"] == 1.0
-    assert values["branch_coverage"] == pytest.approx((0.5 + 1.0 + 1.0) / 3)
-    assert _detail(report, "shapes/geometry.py::area", REMORA)["run"]["branch_rate"] == 0.5
+    assert values["branch_coverage"] == 1.0
+    area = _detail(report, "shapes/geometry.py::area", REMORA)
+    assert area["run"]["branch_rate"] == 1.0
+    assert "area(2, 3)" not in Path(area["run"]["test_file"]).read_text(encoding="utf-8")
     assert values["failing_files"] == 0 and values["not_importable"] == 0
     scale = _detail(report, "shapes/geometry.py::scale", REMORA)
     assert scale["status"] == "success" and scale["test_file"] == "tests/test_geometry.py"

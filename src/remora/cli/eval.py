@@ -97,6 +97,21 @@ def eval_command(
         ),
     ] = None,
     as_published: Annotated[bool, typer.Option("--as-published", help=AS_PUBLISHED_HELP)] = False,
+    rows: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rows",
+            help="Measure only these of Remora's rows, by name, comma-separated or repeated "
+            "(e.g. 'remora (host only),remora (host only, untested)'; default: all).",
+        ),
+    ] = None,
+    baselines: Annotated[
+        bool,
+        typer.Option(
+            "--baselines/--no-baselines",
+            help="Run the baseline tools' rows (hypothesis write, st.builds) too.",
+        ),
+    ] = True,
 ) -> None:
     """Measure the agents on a real package against the best deterministic tools, side by side.
 
@@ -111,7 +126,9 @@ def eval_command(
       vs a summary made from the function name.
 
     - test: characterization tests for N functions; pass rate, flaky tests dropped, line
-      and branch coverage, with and without the model's inputs, vs 'hypothesis write'.
+      and branch coverage, mutation score and type-only tests, with and without the
+      model's inputs, vs 'hypothesis write'; each Remora row also runs 'untested', on a
+      copy without the package's own tests (the code users mostly bring).
 
     - sample_data: fixtures for N functions that call without an argument error, with and
       without the model's inputs, vs st.builds/st.from_type.
@@ -137,6 +154,8 @@ def eval_command(
 
         remora eval toolz==1.0.0 --as-published --ops lint,docstring --limit 2
 
+        remora eval toolz==1.0.0 --ops test --no-baselines --rows 'remora (host only, untested)'
+
         remora --set model.base_url=http://127.0.0.1:8000/v1 eval toolz==1.0.0 --backend openai
     """
     from remora.evaluation import EvalOptions, RemoraSession, run_eval
@@ -151,6 +170,8 @@ def eval_command(
         seed=seed,
         out=out,
         as_published=as_published,
+        rows=[name.strip() for item in rows for name in _row_names(item)] if rows else None,
+        baselines=baselines,
     )
     session = RemoraSession(
         installed.library,
@@ -165,6 +186,20 @@ def eval_command(
         err_console.print(f"report written to {shown(str(out))}/report.md and report.json")
     if any(item.error for item in report.reports):
         raise typer.Exit(1)
+
+
+def _row_names(item: str) -> list[str]:
+    """Row names in one --rows value: split at commas outside parentheses, since names such
+    as 'remora (host only, untested)' hold one."""
+    names, depth, current = [], 0, ""
+    for char in item:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            names.append(current)
+            current = ""
+        else:
+            current += char
+    return [name for name in [*names, current] if name.strip()]
 
 
 @dataclass

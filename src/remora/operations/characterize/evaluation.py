@@ -548,7 +548,7 @@ def _remora_tests(
 ) -> tuple[FunctionTests, dict[str, Any]]:
     """One function's outcome from Remora's test job: its accepted test file, run here."""
     detail = _job_detail(record)
-    if record is None or record.status != "success":
+    if record is None or record.status not in ("success", "partial"):
         return FunctionTests(0, 0, None, f"no test file (job {detail['status']})"), detail
     kept = list(record.details.get("tests") or [])
     dropped = list(record.details.get("dropped") or [])
@@ -631,7 +631,7 @@ def _mutation_detail(report: MutationReport) -> dict[str, Any]:
 def _remora_fixtures(project: Project, record: JobRecord | None) -> tuple[int, dict[str, Any]]:
     """Usable fixtures of Remora's sample_data job: its count when the file is in the copy."""
     detail = _job_detail(record)
-    if record is None or record.status != "success":
+    if record is None or record.status not in ("success", "partial"):
         return 0, detail
     fixture_file = record.details.get("fixture_file")
     count = record.details.get("fixtures")
