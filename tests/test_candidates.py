@@ -172,8 +172,8 @@ def test_called_parameters_get_callables_of_the_arity_they_are_called_with() -> 
     source = "def apply(func, x, combine):\n    return combine(func(x), x)\n"
     assert callable_params(source, "apply") == ["func", "combine"]
     found = candidate_inputs(source, "apply", limit=30)
-    assert found[0].args == ("lambda x: x", "1", "operator.add")
-    assert {c.args[0] for c in found} == {"lambda x: x", "str", "bool"}
+    assert found[0].args == ("lambda x: x * 2", "1", "operator.add")
+    assert {c.args[0] for c in found} == {"lambda x: x * 2", "str", "bool"}
     assert {c.args[2] for c in found} == {"operator.add", "lambda a, b: (a, b)"}
     # A call site passing a name a test cannot import (print) is skipped; None is a literal.
     sites = {"use.py": "apply(print, 1, max)\napply(None, 2, min)\n"}
@@ -309,3 +309,19 @@ def test_the_telling_base_gives_parameters_different_ints() -> None:
     source = "def flip(func, a, b):\n    return func(b, a)\n"
     cases = [c.case.text for c in candidate_inputs(source, "flip", limit=4)]
     assert cases[:2] == ["operator.add, 1, 1", "operator.add, 1, 3"]
+
+
+def test_star_functions_get_callables_that_tell_their_order() -> None:
+    """compose(*funcs) and a star parameter whose items the body calls get two callables
+    whose results differ in either order, and one."""
+    named = "def compose(*funcs):\n    return funcs\n"
+    called = (
+        "def pipe(data, *steps):\n"
+        "    for step in steps:\n"
+        "        data = step(data)\n"
+        "    return data\n"
+    )
+    for source, name in ((named, "compose"), (called, "pipe")):
+        texts = {c.case.text for c in candidate_inputs(source, name, limit=30)}
+        assert any("lambda x: x * 2, lambda x: x + 1" in text for text in texts), texts
+        assert any(text.endswith("lambda x: x + 1") for text in texts), texts

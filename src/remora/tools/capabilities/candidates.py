@@ -602,9 +602,17 @@ def _build(params: list[_Param], values: dict[str, Any], source: str) -> Candida
 
 _CALLABLES_BY_ARITY: dict[int, list[str]] = {
     0: ["lambda: 1"],
-    1: ["lambda x: x", "str", "bool"],
+    1: ["lambda x: x * 2", "str", "bool"],
     2: ["operator.add", "lambda a, b: (a, b)"],
 }
+"""Callables by the number of arguments they are called with. Not the identity first: a test
+of ``memoize(lambda x: x)`` or ``complement(lambda x: x)`` cannot tell what went where."""
+_FUNCTION_LISTS = (
+    (_Expr("lambda x: x * 2"), _Expr("lambda x: x + 1")),
+    (_Expr("lambda x: x + 1"),),
+)
+"""Star callables (``*funcs``): two that give another result in either order, and one."""
+_FUNCTION_NAMES = {"funcs", "functions", "fns", "callbacks", "transforms", "preds", "predicates"}
 
 
 def _callable_pools(arity: int) -> dict[str, list[Any]]:
@@ -647,6 +655,9 @@ def _star_pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
         pools["literal"] = [dict.fromkeys(keys, 1)] if keys else []
         pools["name"] = [dict(zip(free, (1, 2), strict=False))]
         return pools
+    if param.name in _FUNCTION_NAMES or _calls_its_items(param.name, target.func):
+        pools["name"] = list(_FUNCTION_LISTS)
+        return pools
     pools["shape"] = [tuple(v) for v in _item_shapes(param.name, target.func) if v]
     named, known = _name_values(param.name)
     lists = [tuple(v) for v in named if isinstance(v, list) and v]
@@ -654,6 +665,22 @@ def _star_pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
         [] if pools["shape"] else (lists if known and lists else [(1, 2, 3), ("a", "b")])
     )
     return pools
+
+
+def _calls_its_items(name: str, func: _FuncDef) -> bool:
+    """Whether the body calls the items of ``name`` (``for f in funcs: value = f(value)``)."""
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.For | ast.comprehension)
+            and _is_name(node.iter, name)
+            and isinstance(node.target, ast.Name)
+        ):
+            item = node.target.id
+            if any(
+                isinstance(call, ast.Call) and _is_name(call.func, item) for call in ast.walk(func)
+            ):
+                return True
+    return False
 
 
 def _is_keyword(key: str, taken: set[str]) -> bool:
