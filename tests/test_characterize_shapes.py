@@ -4,6 +4,7 @@ observation child and pytest."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 
 from remora.operations.characterize._testgen import Behaviour, consume, render_tests
 from remora.operations.characterize.characterization import characterization_result
+from remora.operations.characterize.fixtures import fixtures_result
 from remora.tools.capabilities import CapabilityContext
 from tests.stores import capability_context, write_tree
 
@@ -201,3 +203,12 @@ def test_a_type_only_check_says_why() -> None:
     )
     text = render_tests("pkg.mod", "handle", [behaviour], frozenset({"handle"})).text
     assert "# Only the type is checked: its repr shows only its type and address." in text
+
+
+def test_a_fixture_of_a_result_of_chance_records_no_result(ctx: CapabilityContext) -> None:
+    report = fixtures_result(ctx, "pkg/mod.py", "seating", "json")
+    assert report["ok"], report
+    (entry,) = json.loads(ctx.store.read(report["path"]))["fixtures"]
+    assert "returns" not in entry
+    assert entry["returns_omitted"].startswith("the result varies from run to run")
+    assert "length 3" in entry["returns_omitted"]

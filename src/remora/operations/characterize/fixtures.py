@@ -175,10 +175,14 @@ def fixture(observation: Observation, scope: Scope) -> dict[str, Any]:
     entry["args"] = [as_data(_expression(text)) for text in case.args]
     entry["kwargs"] = {name: as_data(_expression(text)) for name, text in case.kwargs}
     if observation.raised is not None:
-        entry["raises"] = {
-            "type": class_name(observation.raised["type"]),
-            "message": observation.raised["message"],
-        }
+        entry["raises"] = {"type": class_name(observation.raised["type"])}
+        if observation.varies is None:
+            entry["raises"]["message"] = observation.raised["message"]
+    elif observation.varies is not None:
+        entry["returns_omitted"] = (
+            "the result varies from run to run (it draws random numbers)"
+            + _held(observation.varies)
+        )
     else:
         returned = observation.returned or {}
         literal = returned.get("literal")
@@ -202,6 +206,16 @@ def fixture(observation: Observation, scope: Scope) -> dict[str, Any]:
     if observation.stdout:
         entry["stdout"] = observation.stdout
     return entry
+
+
+def _held(varies: dict[str, Any]) -> str:
+    """What held in every run of a varying result, in words."""
+    held = [
+        f"{label} {varies[key]}"
+        for key, label in (("type", "type"), ("len", "length"), ("sorted", "sorted items"))
+        if varies.get(key) is not None
+    ]
+    return f"; in every run: {', '.join(held)}" if held else ""
 
 
 def class_name(dotted: object) -> str:
