@@ -120,7 +120,13 @@ def test_star_iterables_get_two_or_three_iterables() -> None:
 
 def test_star_args_get_plain_values_and_star_kwargs_keywords() -> None:
     source = "def total(*args):\n    return sum(args)\n"
-    assert texts(candidate_inputs(source, "total")) == ["", "1, 2, 3", "'b', 'a'"]
+    # a name that says nothing of what it holds may hold functions (thread_first's *forms)
+    assert texts(candidate_inputs(source, "total")) == [
+        "",
+        "1, 2, 3",
+        "'b', 'a'",
+        "lambda x: x * 2, lambda x: x + 1",
+    ]
     source = "def total(*prices):\n    return sum(prices)\n"
     assert texts(candidate_inputs(source, "total")) == ["", "3, 1, 2", "19.99, 5.0, 12.5"]
     source = "def opts(**kwargs):\n    return sorted(kwargs)\n"

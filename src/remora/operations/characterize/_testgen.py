@@ -350,12 +350,23 @@ def _raw_pattern(message: str) -> str:
 
 
 def _type_import(behaviour: Behaviour, module_names: frozenset[str]) -> set[str]:
-    if behaviour.raised in module_names:
-        return {behaviour.raised or ""}
-    short = behaviour.type_name.rsplit(".", 1)[-1]
-    if behaviour.literal is None and behaviour.raised is None and short in module_names:
-        return {short}
-    return set()
+    """The module's classes the test names: exceptions it expects, and the types of results
+    it checks only by type."""
+    names = {behaviour.raised} & module_names if behaviour.raised else set()
+    types: list[str] = []
+    if behaviour.raised is None:
+        if behaviour.varies is not None:
+            types.append(str(behaviour.varies.get("type") or ""))
+        elif behaviour.calls:
+            for call in behaviour.calls:
+                if call.raised is not None:
+                    names |= {call.raised} & module_names
+                elif call.literal is None:
+                    types.append(call.type_name)
+        elif behaviour.literal is None:
+            types.append(behaviour.type_name)
+    shorts = {kind.rsplit(".", 1)[-1] for kind in types}
+    return {name for name in names if name} | (shorts & module_names)
 
 
 def _describe(behaviour: Behaviour) -> str:

@@ -661,9 +661,12 @@ def _star_pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
     pools["shape"] = [tuple(v) for v in _item_shapes(param.name, target.func) if v]
     named, known = _name_values(param.name)
     lists = [tuple(v) for v in named if isinstance(v, list) and v]
-    pools["name"] = (
-        [] if pools["shape"] else (lists if known and lists else [(1, 2, 3), ("a", "b")])
-    )
+    guessed = lists if known and lists else [(1, 2, 3), ("a", "b")]
+    if _plural_values(param.name) is None:
+        # a name that says nothing of what it holds may hold functions too
+        # (thread_first(val, *forms))
+        guessed.append(_FUNCTION_LISTS[0])
+    pools["name"] = [] if pools["shape"] else guessed
     return pools
 
 
