@@ -173,3 +173,19 @@ def scale(values, factor=2):
     assert ("[1, 2, 3], 3", "name") in found
     assert ("[], 3", "name") in found
     assert ("['b', 'a'], 3", "name") not in found  # strings where people passed numbers
+
+
+def test_a_parameter_whose_attributes_the_body_reads_gets_a_class_that_has_them() -> None:
+    source = (
+        "class Point:\n"
+        "    def __init__(self, x, y):\n"
+        "        self.x, self.y = x, y\n\n"
+        "class Label:\n"
+        "    def __init__(self, text):\n"
+        "        self.text = text\n\n"
+        "def midpoint(start, end):\n"
+        "    return Point((start.x + end.x) / 2, (start.y + end.y) / 2)\n"
+    )
+    first = candidate_inputs(source, "midpoint")[0]
+    assert first.args[0].startswith("Point(") and first.args[1].startswith("Point(")
+    assert not any("Label(" in c.case.text for c in candidate_inputs(source, "midpoint"))

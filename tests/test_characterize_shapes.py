@@ -91,6 +91,15 @@ class Basket:
 
     def __len__(self):
         return len(self.items)
+
+
+class Point:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def midpoint(start, end):
+    return Point((start.x + end.x) / 2, (start.y + end.y) / 2)
 '''
 
 TEST_FILE = "tests/test_mod.py"
@@ -212,3 +221,11 @@ def test_a_fixture_of_a_result_of_chance_records_no_result(ctx: CapabilityContex
     assert "returns" not in entry
     assert entry["returns_omitted"].startswith("the result varies from run to run")
     assert "length 3" in entry["returns_omitted"]
+
+
+def test_an_object_without_a_literal_is_pinned_by_its_attributes(ctx: CapabilityContext) -> None:
+    text = generated(ctx, "midpoint")
+    assert "result = midpoint(Point(" in text
+    assert "assert isinstance(result, Point)" in text
+    assert "assert result.x == " in text and "assert result.y == " in text
+    assert "Only the type is checked" not in text

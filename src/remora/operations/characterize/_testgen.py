@@ -65,7 +65,9 @@ class Behaviour:
     ``calls`` are calls of a returned callable; ``receiver`` and ``method`` are the instance
     a method is called on and the call on it, and ``state`` what the call changed in the
     instance (``attr:NAME``, ``len``, ``items``, ``repr`` with its literal); ``varies`` is set
-    for a result that varies from run to run: only what held in every run is pinned."""
+    for a result that varies from run to run: only what held in every run is pinned;
+    ``attributes`` are what a result without a literal shows (``attr:NAME``, ``len``,
+    ``items``), checked beside its type."""
 
     call: str
     names: frozenset[str]
@@ -85,6 +87,7 @@ class Behaviour:
     method: str = ""
     state: tuple[tuple[str, str], ...] = ()
     varies: Mapping[str, Any] | None = None
+    attributes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,10 @@ def _body(behaviour: Behaviour, module_names: frozenset[str]) -> tuple[list[str]
                     module_names,
                     returned.no_literal,
                 )
+    elif behaviour.literal is None and behaviour.attributes:
+        lines.append(f"{result} = {call}")
+        lines.append(_type_check(result, behaviour.type_name, module_names))
+        lines += _reads(result, behaviour.attributes)
     elif isinstance(shape, dict) and shape.get("k") == "tup":
         lines.append(f"{result} = {call}")
         lines += _check(
@@ -257,9 +264,14 @@ def _state(behaviour: Behaviour, call: str) -> list[str]:
     """The checks of what the call changed in its receiver."""
     if not behaviour.state or not behaviour.receiver:
         return []
-    instance = call.split(".", 1)[0]
+    return _reads(call.split(".", 1)[0], behaviour.state)
+
+
+def _reads(instance: str, entries: Sequence[tuple[str, str]]) -> list[str]:
+    """A check of each thing read from ``instance``: an attribute, its ``len``, its items
+    or its ``repr``, against the literal seen."""
     lines = []
-    for what, literal in behaviour.state:
+    for what, literal in entries:
         if what.startswith("attr:"):
             seen = f"{instance}.{what[len('attr:') :]}"
         elif what == "len":

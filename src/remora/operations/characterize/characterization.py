@@ -258,7 +258,11 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
             if returned_call.literal:
                 used |= Case((returned_call.literal,)).names()
     state = tuple(_state_entry(entry, scope) for entry in observation.state[:STATE_ENTRIES])
-    for _, value in state:
+    attributes: tuple[tuple[str, str], ...] = ()
+    if literal is None and exception is None:
+        shown = returned.get("attributes") or []
+        attributes = tuple(_state_entry(entry, scope) for entry in shown[:STATE_ENTRIES])
+    for _, value in (*state, *attributes):
         used |= Case((value,)).names()
     behaviour = Behaviour(
         call=f"{owner}{callee}({case.text})",
@@ -279,6 +283,7 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
         method=f"{callee}({case.text})",
         state=state,
         varies=_held(observation.varies, scope) if observation.varies is not None else None,
+        attributes=attributes,
     )
     return behaviour, note
 
@@ -482,6 +487,7 @@ def _pins_a_value(observation: Observation) -> bool:
         or returned.get("literal") is not None
         or any(call.get("literal") is not None for call in returned.get("calls", []))
         or bool(observation.state)
+        or bool(returned.get("attributes"))
     )
 
 

@@ -634,7 +634,8 @@ def _fingerprint(record: dict[str, Any] | None) -> tuple[Any, ...] | None:
         call.get("canonical") or call.get("raised") for call in (returned or {}).get("calls", [])
     ]
     state = [entry.get("canonical") for entry in record.get("state", [])]
-    return (outcome, record.get("stdout"), calls, state)
+    attributes = [entry.get("canonical") for entry in (returned or {}).get("attributes", [])]
+    return (outcome, record.get("stdout"), calls, state, attributes)
 
 
 def _invariant(varies: dict[str, Any]) -> tuple[Any, ...]:

@@ -287,6 +287,13 @@ def observe_data(value: Any, names: dict[str, Any], items_limit: int) -> tuple[d
     }
     if text is None:
         result["no_literal"] = why_no_literal(data)
+        if shape == "v" and not callable(data) and not isinstance(data, type):
+            seen = receiver_state(data, names)
+            attributes = [
+                {"what": what, **entry} for what, entry in sorted(seen.items()) if what != "repr"
+            ]
+            if attributes:
+                result["attributes"] = attributes[:STATE_ITEMS]
     if ok:
         result["json"] = encoded
     return result, data
@@ -607,7 +614,9 @@ def outcome(record: dict[str, Any]) -> tuple[Any, ...]:
     returned, raised = record.get("returned") or {}, record.get("raised") or {}
     state = [entry["canonical"] for entry in record.get("state", [])]
     calls = [call.get("canonical") or call.get("raised") for call in returned.get("calls", [])]
+    attributes = [entry["canonical"] for entry in returned.get("attributes", [])]
     return (
+        *attributes,
         returned.get("canonical"),
         raised.get("canonical"),
         record.get("stdout"),

@@ -113,6 +113,9 @@ class _Target:
     constructors: Mapping[str, str] = field(default_factory=dict)
     """The module's classes, each with a call that builds one (``Item('abc', 1, 3)``), for
     parameters annotated with them."""
+    members: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The names each of the module's classes has (attributes it sets, methods, fields):
+    a parameter whose attributes the body reads gets an instance of a class that has them."""
 
 
 def candidate_inputs(
@@ -190,7 +193,12 @@ def _find(source: str, qualname: str) -> _Target:
     if not all(isinstance(parent, ast.ClassDef) for parent in located.parents):
         raise ValueError(f"{qualname!r} is local to a function, not callable from the module")
     target = _target(node, located.parents[-1].name if located.parents else None)
-    return replace(target, constants=_constants(tree), constructors=_constructors(tree))
+    return replace(
+        target,
+        constants=_constants(tree),
+        constructors=_constructors(tree),
+        members=_members(tree),
+    )
 
 
 def _constructors(tree: ast.Module) -> dict[str, str]:
@@ -211,6 +219,54 @@ def _constructors(tree: ast.Module) -> dict[str, str]:
             best = max(made, key=lambda c: c.telling)
             found[node.name] = f"{node.name}({best.case.text})"
     return found
+
+
+def _members(tree: ast.Module) -> dict[str, frozenset[str]]:
+    """Each top-level class's names: what its methods assign to ``self.NAME``, its methods,
+    and its class-level names and fields."""
+    found: dict[str, frozenset[str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        names: set[str] = set()
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(item.name)
+            elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                names.add(item.target.id)
+            elif isinstance(item, ast.Assign):
+                names |= {t.id for t in item.targets if isinstance(t, ast.Name)}
+        for inner in ast.walk(node):
+            if (
+                isinstance(inner, ast.Attribute)
+                and isinstance(inner.ctx, ast.Store)
+                and _is_name(inner.value, "self")
+            ):
+                names.add(inner.attr)
+        found[node.name] = frozenset(names)
+    return found
+
+
+def _read_members(name: str, func: _FuncDef) -> set[str]:
+    """The attributes the body reads from parameter ``name`` (``start.x``, ``order.total()``)."""
+    return {
+        node.attr
+        for node in ast.walk(func)
+        if isinstance(node, ast.Attribute) and _is_name(node.value, name)
+    }
+
+
+def _instances(name: str, target: _Target) -> list[Any]:
+    """Instances of the module's classes that have every attribute the body reads from
+    ``name``: the calls that build them."""
+    read = _read_members(name, target.func)
+    if not read:
+        return []
+    return [
+        _Expr(target.constructors[cls])
+        for cls, members in target.members.items()
+        if read <= members and cls in target.constructors
+    ]
 
 
 EMPTY_VALUES = frozenset(
@@ -634,7 +690,7 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
     pools: dict[str, list[Any]] = {
         "default": [not param.default] if isinstance(param.default, bool) else [],
         "literal": _body_literals(param.name, target.func, target.constants),
-        "shape": _item_shapes(param.name, target.func),
+        "shape": _item_shapes(param.name, target.func) or _instances(param.name, target),
         "annotation": _annotation_values(param.annotation) or ([_Expr(built)] if built else []),
     }
     named, known = _name_values(param.name)
