@@ -55,7 +55,10 @@ from remora.tools.capabilities.pysource import find_definition
 _FuncDef = ast.FunctionDef | ast.AsyncFunctionDef
 _MISSING = object()
 _TIERS = ("literal", "shape", "annotation", "name")
-_CALLABLE_NAMES = {"func", "f", "fn", "predicate", "callback"}
+_CALLABLE_NAMES = {
+    "func", "f", "fn", "fun", "function", "predicate", "pred", "callback", "mapper",
+    "transform", "keyfunc",
+}  # fmt: skip
 _POSITIONAL = ("posonly", "positional")
 _STARS = ("var", "varkw")
 
@@ -1046,6 +1049,7 @@ _DATETIMES = [_Expr("datetime.datetime(2024, 2, 29, 13, 45)")]
 
 
 # Plurals, by what their items are (the last word of the name: ``unit_prices``).
+_MAPPING_PLURALS = {"mappings", "dicts", "records", "entries", "documents", "docs"}
 _NUMBER_PLURALS = {
     "prices",
     "amounts",
@@ -1131,6 +1135,8 @@ def _plural_values(name: str) -> list[Any] | None:
         return [[[1, 2, 3], [4, 5, 6]], [[1, 2], [3], []], []]
     if last == "pairs":
         return [[(1, "a"), (2, "b")], []]
+    if last in _MAPPING_PLURALS:
+        return [[{"a": 1, "b": 2}, {"a": 2, "b": 3}, {"b": 2}], []]
     return None
 
 
@@ -1182,7 +1188,7 @@ def _callables(target: _Target) -> dict[str, int]:
         and (
             p.name in arity
             or p.name in _CALLABLE_NAMES
-            or p.name.endswith(("_func", "_fn", "_callback"))
+            or p.name.endswith(("_func", "_fn", "_callback", "_pred"))
         )
     }
 
