@@ -64,6 +64,18 @@ def scale_by(factor):
     return scaled
 
 
+def repeat(times):
+    def decorate(function):
+        def repeated(value):
+            for _ in range(times):
+                value = function(value)
+            return value
+
+        return repeated
+
+    return decorate
+
+
 def derangement(items):
     items = list(items)
     while True:
@@ -229,3 +241,10 @@ def test_an_object_without_a_literal_is_pinned_by_its_attributes(ctx: Capability
     assert "assert isinstance(result, Point)" in text
     assert "assert result.x == " in text and "assert result.y == " in text
     assert "Only the type is checked" not in text
+
+
+def test_a_decorator_factory_decorates_a_function_and_calls_it(ctx: CapabilityContext) -> None:
+    text = generated(ctx, "repeat")
+    assert "result = repeat(" in text
+    assert "function = result(lambda x: x * 2)" in text
+    assert "assert function(3) == " in text

@@ -19,8 +19,11 @@ from remora.tools.capabilities.arguments import CaseError, Scope, parse_case
 from remora.tools.capabilities.pysource import find_definition
 
 LIMIT = 12
-FALLBACK = ("3", "-2", "0", "'abc'", "[3, 1, 2]", "2, 5", "", "'a', 'b'", "None")
-"""Plain argument lists of the common shapes, for a callable nobody was seen calling."""
+FALLBACK = (
+    "3", "lambda x: x * 2", "-2", "0", "'abc'", "[3, 1, 2]", "2, 5", "", "'a', 'b'", "None",
+)  # fmt: skip
+"""Argument lists of the common shapes, for a callable nobody was seen calling: a function
+among them, for a decorator factory's decorator."""
 
 
 def returned_call_args(

@@ -55,6 +55,8 @@ class ReturnedCall:
     type_name: str = ""
     raised: str | None = None
     no_literal: str = ""
+    calls: tuple[ReturnedCall, ...] = ()
+    """Calls of what this call returned, when that is callable in turn."""
 
 
 @dataclass(frozen=True)
@@ -181,19 +183,8 @@ def _body(behaviour: Behaviour, module_names: frozenset[str]) -> tuple[list[str]
         lines += _held(result, behaviour, module_names)
     elif behaviour.calls:
         lines.append(f"{result} = {call}")
-        for returned in behaviour.calls:
-            applied = f"{result}({returned.args})"
-            if returned.raised is not None:
-                uses_pytest = True
-                lines += [f"with pytest.raises({returned.raised}):", f"    {applied}"]
-            else:
-                lines += _check(
-                    consume(applied, returned.shape),
-                    returned.literal,
-                    returned.type_name,
-                    module_names,
-                    returned.no_literal,
-                )
+        named = {result}
+        uses_pytest = _calls(result, behaviour.calls, lines, taken | named, module_names)
     elif behaviour.literal is None and behaviour.attributes:
         lines.append(f"{result} = {call}")
         lines.append(_type_check(result, behaviour.type_name, module_names))
@@ -218,6 +209,39 @@ def _body(behaviour: Behaviour, module_names: frozenset[str]) -> tuple[list[str]
     lines += _state(behaviour, call)
     lines += _stdout(behaviour)
     return lines, uses_pytest, any("itertools." in line for line in lines)
+
+
+def _calls(
+    function: str,
+    calls: Sequence[ReturnedCall],
+    lines: list[str],
+    taken: Collection[str],
+    module_names: frozenset[str],
+) -> bool:
+    """The checks of the calls of ``function`` (a returned callable), added to ``lines``; a
+    call that returns a callable with calls of its own is named and its calls checked.
+    Whether pytest is needed."""
+    uses_pytest = False
+    names = set(taken)
+    for returned in calls:
+        applied = f"{function}({returned.args})"
+        if returned.raised is not None:
+            uses_pytest = True
+            lines += [f"with pytest.raises({returned.raised}):", f"    {applied}"]
+        elif returned.calls:
+            inner = _variable("function", names)
+            names.add(inner)
+            lines.append(f"{inner} = {applied}")
+            uses_pytest |= _calls(inner, returned.calls, lines, names, module_names)
+        else:
+            lines += _check(
+                consume(applied, returned.shape),
+                returned.literal,
+                returned.type_name,
+                module_names,
+                returned.no_literal,
+            )
+    return uses_pytest
 
 
 _VARIES_COMMENT = "# The result varies from run to run: only what held in every run is pinned."
@@ -286,10 +310,13 @@ def _reads(instance: str, entries: Sequence[tuple[str, str]]) -> list[str]:
 
 
 def _variable(name: str, taken: Collection[str]) -> str:
-    """``name``, or ``name_`` when the test already uses it for something else."""
-    while name in taken or name in _BUILTIN_TYPES:
-        name += "_"
-    return name
+    """``name``, or ``name_2``, ``name_3``... when the test already uses it for something
+    else."""
+    chosen, number = name, 1
+    while chosen in taken or chosen in _BUILTIN_TYPES:
+        number += 1
+        chosen = f"{name}_{number}"
+    return chosen
 
 
 def _shape(behaviour: Behaviour) -> Shape:

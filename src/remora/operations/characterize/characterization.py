@@ -255,8 +255,10 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
         for item in returned.get("calls", [])[:RETURNED_CALLS]:
             returned_call = _returned_call(item, scope)
             calls.append(returned_call)
-            if returned_call.literal:
-                used |= Case((returned_call.literal,)).names()
+            for each in (returned_call, *returned_call.calls):
+                used |= parse_case(each.args, scope).names() if each.args else set()
+                if each.literal:
+                    used |= Case((each.literal,)).names()
     state = tuple(_state_entry(entry, scope) for entry in observation.state[:STATE_ENTRIES])
     attributes: tuple[tuple[str, str], ...] = ()
     if literal is None and exception is None:
@@ -316,8 +318,9 @@ def check_shape(shape: Any, depth: int = 0) -> Any:
     raise CaseError("the result's shape is not one the host writes")
 
 
-def _returned_call(item: Any, scope: Scope) -> ReturnedCall:
-    """One call of a returned callable, re-checked as data."""
+def _returned_call(item: Any, scope: Scope, depth: int = 0) -> ReturnedCall:
+    """One call of a returned callable, re-checked as data (and the calls of what it
+    returned, one level down)."""
     if not isinstance(item, dict):
         raise CaseError("a call of the returned callable is not data")
     args = parse_case(str(item.get("args", "")), scope).text if item.get("args") else ""
@@ -330,6 +333,11 @@ def _returned_call(item: Any, scope: Scope) -> ReturnedCall:
         shape=check_shape(item.get("shape", "v")),
         type_name=str(item.get("type", "")),
         no_literal=str(item.get("no_literal", "")),
+        calls=tuple(
+            _returned_call(inner, scope, depth + 1)
+            for inner in (item.get("calls") or [])[:RETURNED_CALLS]
+            if depth == 0
+        ),
     )
 
 

@@ -404,12 +404,14 @@ RETURNED_CALLS = 3
 
 
 def call_returned(
-    value: Any, names: dict[str, Any], arguments: list[str], limit: int
+    value: Any, names: dict[str, Any], arguments: list[str], limit: int, depth: int = 0
 ) -> list[dict[str, Any]]:
     """A returned callable (a decorator's wrapper, ``compose``'s function) called on the
     host's argument lists: up to :data:`RETURNED_CALLS` calls that returned different
     results, or one that raised when none returned. A call that does not fit the callable
-    (TypeError, AttributeError) is not kept."""
+    (TypeError, AttributeError) is not kept. A call that returns a callable in turn (a
+    decorator factory's decorator, given a function) has its own ``calls``, one level
+    down; when some calls pin a value, those that pin none are left out."""
     kept: list[dict[str, Any]] = []
     raised: dict[str, Any] | None = None
     seen: set[str] = set()
@@ -426,6 +428,10 @@ def call_returned(
                 result.close()
                 continue
             observed = observe_value(result, names, limit)
+            if depth == 0 and callable(result) and not isinstance(result, type):
+                inner = call_returned(result, names, arguments, limit, depth + 1)
+                if inner:
+                    observed["calls"] = inner
         except CaseTimeout:
             raise
         except (TypeError, AttributeError):
@@ -438,11 +444,18 @@ def call_returned(
                     "assert_type": assertable_type(type(exc), inspect.getmodule(value) or sys),
                 }
             continue
-        if observed["canonical"] in seen:
+        key = json.dumps([observed["canonical"], outcome({"returned": observed})], default=str)
+        if key in seen:
             continue
-        seen.add(observed["canonical"])
+        seen.add(key)
         kept.append({"args": text, **observed})
-    return kept or ([raised] if raised else [])
+    pinning = [call for call in kept if _pins(call)]
+    return pinning or kept or ([raised] if raised else [])
+
+
+def _pins(call: dict[str, Any]) -> bool:
+    """Whether a call's check says more than its type."""
+    return call.get("literal") is not None or any(_pins(inner) for inner in call.get("calls", []))
 
 
 STATE_ITEMS = 20

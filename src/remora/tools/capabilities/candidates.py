@@ -1038,7 +1038,12 @@ def _type_name(node: ast.expr) -> str:
     return node.attr if isinstance(node, ast.Attribute) else ""
 
 
-_INT_NAMES = {"n", "k", "count", "size", "index", "i"}
+_COUNT_PLURALS = {
+    "times", "retries", "attempts", "tries", "digits", "places", "decimals", "seconds",
+    "minutes", "hours", "days", "weeks", "months", "years", "steps", "levels",
+}  # fmt: skip
+"""Plural names of one number (``repeat(times)``, ``add_days(day, days)``), not of a list."""
+_INT_NAMES = {"n", "k", "count", "size", "index", "i", *_COUNT_PLURALS}
 _LIST_NAMES = {"items", "seq", "values", "xs", "lst", "iterable"}
 _STR_NAMES = {"key", "name", "text", "s", "string", "word", "prefix"}
 
@@ -1127,6 +1132,8 @@ def _plural_values(name: str) -> list[Any] | None:
     """Lists whose items fit a plural name: numbers not sorted and not all equal (a
     ``min`` or ``sorted`` shows what it did), words, lists, pairs; None for other names."""
     last = _last_word(name)
+    if last in _COUNT_PLURALS:
+        return None
     if last in _NUMBER_PLURALS:
         return [[3, 1, 2], [19.99, 5.0, 12.5], []]
     if last in _WORD_PLURALS:
