@@ -189,3 +189,20 @@ def test_a_parameter_whose_attributes_the_body_reads_gets_a_class_that_has_them(
     first = candidate_inputs(source, "midpoint")[0]
     assert first.args[0].startswith("Point(") and first.args[1].startswith("Point(")
     assert not any("Label(" in c.case.text for c in candidate_inputs(source, "midpoint"))
+
+
+def test_a_name_an_earlier_example_binds_to_data_is_read_as_that_data() -> None:
+    source = (
+        "def total(rows, column):\n"
+        '    """Sum a column.\n\n'
+        "    >>> table = [{'a': 1}, {'a': 2}]\n"
+        "    >>> total(table, 'a')\n"
+        "    3\n"
+        "    >>> total(unknown, 'a')\n"
+        '    """\n'
+        "    return sum(row[column] for row in rows)\n"
+    )
+    found = candidate_inputs(source, "total")
+    assert found[0].source == "doctest"
+    assert found[0].case.text == "[{'a': 1}, {'a': 2}], 'a'"
+    assert not any("unknown" in c.case.text for c in found)

@@ -32,6 +32,7 @@ the one people passed: people's calls have values of the right shape.
 from __future__ import annotations
 
 import ast
+import copy
 import itertools
 import keyword
 import math
@@ -409,9 +410,11 @@ def _argument(node: ast.expr, allowed: Scope) -> str | None:
 
 
 def _doctests(target: _Target, allowed: Scope) -> Iterator[Candidate]:
-    """Calls in ``>>>`` examples (with ``...`` continuations) of the function's docstring."""
+    """Calls in ``>>>`` examples (with ``...`` continuations) of the function's docstring;
+    a name an earlier example bound to data is read as that data."""
     doc = ast.get_docstring(target.func) or ""
     lines = doc.splitlines()
+    bound: dict[str, ast.expr] = {}
     for index, line in enumerate(lines):
         stripped = line.strip()
         if not stripped.startswith(">>>"):
@@ -425,7 +428,30 @@ def _doctests(target: _Target, allowed: Scope) -> Iterator[Candidate]:
             tree = pyast.parse(text)
         except SyntaxError:
             continue
+        tree = _Substitute(bound).visit(tree)
         yield from _literal_calls(tree, target, "doctest", allowed, in_own_module=True)
+        for statement in tree.body:
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+                and _argument(statement.value, allowed) is not None
+            ):
+                bound[statement.targets[0].id] = statement.value
+
+
+class _Substitute(ast.NodeTransformer):
+    """Names an earlier example bound to data, replaced by that data: ``>>> friends = [...]``
+    then ``>>> join(second, friends, ...)`` is a call with the list itself."""
+
+    def __init__(self, bound: Mapping[str, ast.expr]) -> None:
+        self.bound = bound
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        value = self.bound.get(node.id)
+        if value is None or not isinstance(node.ctx, ast.Load):
+            return node
+        return copy.deepcopy(value)
 
 
 def _call_sites(target: _Target, project: Mapping[str, str], allowed: Scope) -> Iterator[Candidate]:
