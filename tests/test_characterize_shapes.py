@@ -43,6 +43,10 @@ def count_from(start, step=1):
         start += step
 
 
+def dozen():
+    return iter(range(12))
+
+
 def compose(outer, inner):
     def composed(value):
         return outer(inner(value))
@@ -171,6 +175,11 @@ def test_groups_are_consumed_in_turn(ctx: CapabilityContext) -> None:
 def test_an_infinite_iterator_is_pinned_up_to_its_bound(ctx: CapabilityContext) -> None:
     text = generated(ctx, "count_from")
     assert "list(itertools.islice(count_from(" in text and "import itertools" in text
+
+
+def test_a_long_but_finite_iterator_is_pinned_whole(ctx: CapabilityContext) -> None:
+    text = generated(ctx, "dozen")
+    assert "list(dozen()) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]" in text
 
 
 def test_a_returned_function_is_called(ctx: CapabilityContext) -> None:

@@ -311,6 +311,8 @@ def why_no_literal(value: Any) -> str:
     return "no_eval"
 
 
+SHOWN_ITEMS = 10
+"""Items a test pins of an iterator that had more than the host's limit."""
 _VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
 
 
@@ -354,10 +356,13 @@ def materialize(value: Any, limit: int, depth: int = 0) -> tuple[Any, Any, bool]
             items.append(data)
             shapes.append(shape)
             inner_cut |= cut
+        if cut_here:
+            # an endless (or very long) iterator: a test pins its first items only
+            del items[SHOWN_ITEMS:], shapes[SHOWN_ITEMS:]
         element = _uniform(shapes)
         if element is None:
             return items, "v", cut_here or inner_cut
-        shape = {"k": "it", "n": limit if cut_here else None, "e": element}
+        shape = {"k": "it", "n": len(items) if cut_here else None, "e": element}
         return items, shape, cut_here or inner_cut
     if isinstance(value, list | tuple) and type(value) in (list, tuple):
         parts = [materialize(item, limit, depth + 1) for item in value]

@@ -28,8 +28,9 @@ from remora.tools.process import import_roots
 
 CASE_TIMEOUT = 2.0
 """Seconds one case may run."""
-ITEMS_LIMIT = 10
-"""Items of a returned iterator that are consumed and recorded."""
+ITEMS_LIMIT = 50
+"""Items of a returned iterator that are consumed and recorded: one with more is taken as
+endless, and its test pins its first few."""
 _RELAUNCHES = 4
 
 
