@@ -43,6 +43,10 @@ def count_from(start, step=1):
         start += step
 
 
+def method_key(self, *args):
+    return (self, *args)
+
+
 def dozen():
     return iter(range(12))
 
@@ -257,3 +261,10 @@ def test_a_decorator_factory_decorates_a_function_and_calls_it(ctx: CapabilityCo
     assert "result = repeat(" in text
     assert "function = result(lambda x: x * 2)" in text
     assert "assert function(3) == " in text
+
+
+def test_a_module_function_whose_first_parameter_is_self_is_called_as_a_function(
+    ctx: CapabilityContext,
+) -> None:
+    text = generated(ctx, "method_key")
+    assert "assert method_key(" in text and "method_key()." not in text

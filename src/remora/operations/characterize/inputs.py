@@ -254,7 +254,9 @@ def load_target(ctx: CapabilityContext, path: str, qualname: str) -> Target:
             "pass the full qualified name",
         )
     signature = describe(source, located)
-    kind = method_kind(located)
+    # a module-level ``def methodkey(self, *args)`` is a function of the module, whatever
+    # its first parameter is named
+    kind = method_kind(located) if located.parents else None
     if signature["kind"] == "class" or kind == "property":
         raise ToolError(
             "TOOL_106",

@@ -718,7 +718,8 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
     built = target.constructors.get(_type_name(param.annotation) if param.annotation else "")
     pools: dict[str, list[Any]] = {
         "default": [not param.default] if isinstance(param.default, bool) else [],
-        "literal": _body_literals(param.name, target.func, target.constants),
+        "literal": _body_literals(param.name, target.func, target.constants)
+        + ([_Expr(_CALLABLES_BY_ARITY[1][0])] if _tested_callable(param.name, target.func) else []),
         "shape": _item_shapes(param.name, target.func) or _instances(param.name, target),
         "annotation": _annotation_values(param.annotation) or ([_Expr(built)] if built else []),
     }
@@ -753,6 +754,18 @@ def _star_pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
         guessed.append(_FUNCTION_LISTS[0])
     pools["name"] = [] if pools["shape"] else guessed
     return pools
+
+
+def _tested_callable(name: str, func: _FuncDef) -> bool:
+    """Whether the body asks ``callable(name)``: the parameter may be given a function (a
+    decorator used bare or with arguments, ``fifo_cache`` or ``fifo_cache(128)``)."""
+    return any(
+        isinstance(node, ast.Call)
+        and _is_name(node.func, "callable")
+        and len(node.args) == 1
+        and _is_name(node.args[0], name)
+        for node in ast.walk(func)
+    )
 
 
 def _calls_its_items(name: str, func: _FuncDef) -> bool:
