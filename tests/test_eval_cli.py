@@ -148,3 +148,22 @@ def test_the_eval_runs_against_an_openai_compatible_server(
     assert figures["call_validity"] == 1.0
     assert (out / "report.md").read_text() == done.stdout
     assert (out / "work" / "original").is_dir()
+
+
+def test_a_row_no_operation_measured_is_an_error(tmp_path: Path) -> None:
+    done = run_remora(
+        "eval",
+        str(EVAL_PACKAGE),
+        "--ops",
+        "test",
+        "--limit",
+        "1",
+        "--no-baselines",
+        "--rows",
+        "remora (host only, untested),remora (hots only)",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("EVAL_007: no operation measured the row(s) 'remora (hots only)'")
+    assert "remora (host only, untested)" in last  # measured, and listed

@@ -150,7 +150,8 @@ class EvalError(RemoraError):
     EVAL_001 the package spec is neither an existing path nor a valid pip requirement;
     EVAL_002 pip could not fetch the sdist; EVAL_003 the sdist or path holds no importable
     Python package; EVAL_004 unknown operation; EVAL_005 bad --limit/--seed; EVAL_006 the
-    --out directory is not empty. All are usage errors and exit 2.
+    --out directory is not empty; EVAL_007 a row named with --rows was measured by no
+    operation. All are usage errors and exit 2.
     """
 
     prefix = "EVAL"

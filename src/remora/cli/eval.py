@@ -182,10 +182,27 @@ def eval_command(
     with eval_progress() as progress:
         report = run_eval(options, evaluators=evaluators, session=session, progress=progress)
     _render(report, output)
+    _check_rows(options.rows, report)
     if out is not None:
         err_console.print(f"report written to {shown(str(out))}/report.md and report.json")
     if any(item.error for item in report.reports):
         raise typer.Exit(1)
+
+
+def _check_rows(rows: list[str] | None, report: EvalReport) -> None:
+    """EVAL_007 when a row named with --rows was measured by no operation (a typo, or a row
+    the operations measured do not have): the report then lacks what was asked for."""
+    measured = {figures.variant for item in report.reports for figures in item.remora}
+    missing = [row for row in rows or [] if row not in measured]
+    if missing:
+        from remora.errors import EvalError
+
+        raise EvalError(
+            "EVAL_007",
+            f"no operation measured the row(s) {', '.join(repr(row) for row in missing)}",
+            f"rows measured: {', '.join(sorted(measured)) or 'none'}; names are as the "
+            "report's table shows them",
+        )
 
 
 def _row_names(item: str) -> list[str]:
