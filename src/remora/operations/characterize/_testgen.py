@@ -1,9 +1,13 @@
 """Observed behaviours as a pytest file: one test per behaviour, placed where tests live.
 
 Every assertion is something that was observed, twice: equality with the value's literal
-where its ``repr`` evaluates back to an equal value, ``is None``/``is True``, ``list(...)``
-for iterators, ``isinstance`` for other objects, ``pytest.raises`` for exceptions, and
-``capsys`` for what was printed. A test that wrote files runs in ``tmp_path``.
+where its ``repr`` evaluates back to an equal value, ``is None``/``is True``, the result
+consumed first as it was observed (:func:`consume`: ``list(...)``, comprehensions, an
+``islice`` bound), the calls of a returned callable, what a method changed in its instance,
+an object's attributes beside its type, only what held in every run of a result that varies,
+``isinstance`` alone (under a comment that says why) when nothing more can be written,
+``pytest.raises`` for exceptions, and ``capsys`` for what was printed. A test that wrote
+files runs in ``tmp_path``.
 
 The call and the literal are source the caller has already re-checked as data (see
 :mod:`.characterization`); an exception class that is not a plain name is refused here too,

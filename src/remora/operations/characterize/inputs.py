@@ -4,9 +4,12 @@ For one function, argument sets come from the host
 (:mod:`remora.tools.capabilities.candidates`: doctests, call sites, tests, defaults,
 literals, annotations, names) and from the model's proposals
 (:func:`propose_cases`). :func:`observe_cases` runs every set in the isolated runner, twice
-with different hash seeds, and keeps what it saw: the returned value (its repr, type, and
-the literal a test can compare with), or the exception; stdout; the arcs (line to line) of the
-function that ran; and whether both runs agree. Nondeterminism is detected, not assumed away.
+with different hash seeds, and keeps what it saw: the returned value (consumed into data
+with the shape of its consumption, the literal a test can compare with, the calls of a
+returned callable, the attributes of an object without a literal), or the exception; what
+the call changed in its receiver; stdout; the arcs (line to line) of the function that ran;
+and whether both runs agree. Nondeterminism is detected, not assumed away: a case that draws
+random numbers is rerun, and one whose result varies keeps only what held in every run.
 
 A job's proposals and observations are its *draft*, kept in memory for the job's lifetime
 (every tool call of a job runs in one process), keyed by the job's workspace.

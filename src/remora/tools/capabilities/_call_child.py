@@ -11,7 +11,10 @@ itself). Results go to a file so the callee's own prints cannot corrupt them.
   source. Each case is evaluated and called in turn, in a fresh working directory, with a
   time limit, its stdout captured and the lines of the function it ran traced; one JSON line
   per case is appended to the result file as soon as the case ends, so a case that kills the
-  process loses only itself.
+  process loses only itself. What it returned is consumed into data (:func:`materialize`);
+  a returned callable is called on the request's ``call_args``; a method's receiver is read
+  before and after (:func:`receiver_state`); a case that drew random numbers is rerun
+  (:func:`observe_with_reruns`).
 """
 
 from __future__ import annotations
