@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from remora.operations.characterize._testgen import Behaviour, consume, render_tests
-from remora.operations.characterize.characterization import characterization_result
+from remora.operations.characterize.characterization import _behaviour, characterization_result
 from remora.operations.characterize.fixtures import fixtures_result
+from remora.operations.characterize.inputs import Observation
 from remora.tools.capabilities import CapabilityContext
+from remora.tools.capabilities.arguments import module_scope
 from tests.stores import capability_context, write_tree
 
 MODULE = '''import itertools
@@ -268,3 +270,22 @@ def test_a_module_function_whose_first_parameter_is_self_is_called_as_a_function
 ) -> None:
     text = generated(ctx, "method_key")
     assert "assert method_key(" in text and "method_key()." not in text
+
+
+def test_an_attribute_a_test_cannot_name_is_left_out_not_the_test() -> None:
+    """The child runs project code: an attribute named like a keyword (set with setattr) or
+    a value that is not data is dropped from the checks, and the rest is written."""
+    observation = Observation(
+        case="1",
+        source="default",
+        verdict="kept",
+        returned={"kind": "value", "type": "pkg.mod.Box", "literal": None, "shape": "v"},
+        receiver="Box()",
+        state=[
+            {"what": "attr:class", "literal": "1"},
+            {"what": "attr:size", "literal": "__import__('os')"},
+            {"what": "attr:items", "literal": "[1]"},
+        ],
+    )
+    behaviour, _ = _behaviour(observation, "put", module_scope("class Box:\n    pass\n"))
+    assert behaviour.state == (("attr:items", "[1]"),)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import keyword
 import re
 from collections.abc import Collection
 from pathlib import Path
@@ -259,11 +260,10 @@ def _behaviour(observation: Observation, callee: str, scope: Scope) -> tuple[Beh
                 used |= parse_case(each.args, scope).names() if each.args else set()
                 if each.literal:
                     used |= Case((each.literal,)).names()
-    state = tuple(_state_entry(entry, scope) for entry in observation.state[:STATE_ENTRIES])
+    state = _readable(observation.state, scope)
     attributes: tuple[tuple[str, str], ...] = ()
     if literal is None and exception is None:
-        shown = returned.get("attributes") or []
-        attributes = tuple(_state_entry(entry, scope) for entry in shown[:STATE_ENTRIES])
+        attributes = _readable(returned.get("attributes") or [], scope)
     for _, value in (*state, *attributes):
         used |= Case((value,)).names()
     behaviour = Behaviour(
@@ -344,11 +344,25 @@ def _returned_call(item: Any, scope: Scope, depth: int = 0) -> ReturnedCall:
 _STATE_WHAT = re.compile(r"attr:[A-Za-z][A-Za-z0-9_]{0,60}|len|items|repr")
 
 
+def _readable(entries: list[dict[str, str]], scope: Scope) -> tuple[tuple[str, str], ...]:
+    """The first :data:`STATE_ENTRIES` entries of an instance's state that the host can
+    write; one it cannot (a keyword attribute, a value that is not data) is left out."""
+    readable: list[tuple[str, str]] = []
+    for entry in entries:
+        if len(readable) >= STATE_ENTRIES:
+            break
+        try:
+            readable.append(_state_entry(entry, scope))
+        except CaseError:
+            continue
+    return tuple(readable)
+
+
 def _state_entry(entry: dict[str, str], scope: Scope) -> tuple[str, str]:
     """One change of the receiver, re-checked: what is read (an attribute name, ``len``,
     ``items``, ``repr``) and its literal."""
     what = str(entry.get("what", ""))
-    if not _STATE_WHAT.fullmatch(what):
+    if not _STATE_WHAT.fullmatch(what) or keyword.iskeyword(what.removeprefix("attr:")):
         raise CaseError("the receiver's state is not one the host writes")
     return what, check_value(str(entry.get("literal", "")), scope)
 
