@@ -154,6 +154,7 @@ def _body(behaviour: Behaviour, module_names: frozenset[str]) -> tuple[list[str]
     lines: list[str] = []
     call = behaviour.call
     taken = module_names | behaviour.names
+    instance = ""
     if behaviour.state and behaviour.receiver:
         instance = _variable(_snake(behaviour.receiver.split("(", 1)[0]), taken)
         lines.append(f"{instance} = {behaviour.receiver}")
@@ -176,7 +177,7 @@ def _body(behaviour: Behaviour, module_names: frozenset[str]) -> tuple[list[str]
         if behaviour.varies is not None:
             lines.append(_VARIES_COMMENT)
         lines += [f"with pytest.raises({behaviour.raised}{match}):", f"    {call}"]
-        lines += _state(behaviour, call)
+        lines += _reads(instance, behaviour.state) if instance else []
         return lines + _stdout(behaviour), True, False
     uses_pytest = False
     result = _variable("result", taken)
@@ -210,7 +211,7 @@ def _body(behaviour: Behaviour, module_names: frozenset[str]) -> tuple[list[str]
             module_names,
             behaviour.no_literal,
         )
-    lines += _state(behaviour, call)
+    lines += _reads(instance, behaviour.state) if instance else []
     lines += _stdout(behaviour)
     return lines, uses_pytest, any("itertools." in line for line in lines)
 
@@ -260,10 +261,8 @@ def _check(
 ) -> list[str]:
     """``expression == literal``; without a literal, a check of the type, under a comment
     that says why no more could be written."""
-    if literal in ("None", "True", "False"):
-        return [f"assert {expression} is {literal}"]
     if literal is not None:
-        return [f"assert {expression} == {literal}"]
+        return [_equals(expression, literal)]
     why = NO_LITERAL.get(no_literal, NO_LITERAL["no_eval"])
     return [f"# Only the type is checked: {why}.", _type_check(expression, type_name, module_names)]
 
@@ -288,13 +287,6 @@ def _held(result: str, behaviour: Behaviour, module_names: frozenset[str]) -> li
     return lines
 
 
-def _state(behaviour: Behaviour, call: str) -> list[str]:
-    """The checks of what the call changed in its receiver."""
-    if not behaviour.state or not behaviour.receiver:
-        return []
-    return _reads(call.split(".", 1)[0], behaviour.state)
-
-
 def _reads(instance: str, entries: Sequence[tuple[str, str]]) -> list[str]:
     """A check of each thing read from ``instance``: an attribute, its ``len``, its items
     or its ``repr``, against the literal seen."""
@@ -308,9 +300,14 @@ def _reads(instance: str, entries: Sequence[tuple[str, str]]) -> list[str]:
             seen = f"list({instance})"
         else:
             seen = f"repr({instance})"
-        operator = "is" if literal in ("None", "True", "False") else "=="
-        lines.append(f"assert {seen} {operator} {literal}")
+        lines.append(_equals(seen, literal))
     return lines
+
+
+def _equals(expression: str, literal: str) -> str:
+    """``assert expression == literal``, or ``is`` for the singletons."""
+    operator = "is" if literal in ("None", "True", "False") else "=="
+    return f"assert {expression} {operator} {literal}"
 
 
 def _variable(name: str, taken: Collection[str]) -> str:

@@ -111,6 +111,9 @@ class Draft:
     fixture_report: dict[str, Any] | None = None
     host: tuple[str, list[tuple[Case, str, str | None]]] | None = None
     returned_args: tuple[str, list[str]] | None = None
+    project: tuple[str, dict[str, str]] | None = None
+    """The other project files that mention the function (its call sites), by the module
+    source they were read for."""
     clock_unmoved: str = ""
     """Why the second runs could not move the wall clock, when they could not."""
     mutation: MutationReport | None = None
@@ -293,7 +296,7 @@ def host_cases(ctx: CapabilityContext, target: Target) -> list[tuple[Case, str, 
     job = draft(ctx, target.path, target.qualname)
     if job.host is not None and job.host[0] == target.source:
         return list(job.host[1])
-    project = _call_site_sources(ctx, target)
+    project = _project_sources(ctx, target)
     withheld = set((ctx.system.get("options") or {}).get("withhold_cases") or ())
     found = [
         candidate
@@ -313,7 +316,7 @@ def _returned_args(ctx: CapabilityContext, target: Target) -> list[str]:
     found once per job while the module's source is unchanged."""
     job = draft(ctx, target.path, target.qualname)
     if job.returned_args is None or job.returned_args[0] != target.source:
-        project = _call_site_sources(ctx, target)
+        project = _project_sources(ctx, target)
         found = returned_call_args(target.source, target.qualname, project, target.allowed)
         job.returned_args = (target.source, found)
     return list(job.returned_args[1])
@@ -331,6 +334,15 @@ def receivers_for(target: Target, project: dict[str, str]) -> list[str]:
     guesses = sorted((c for c in inits if c not in people), key=lambda c: -c.telling)
     built = [f"{target.owner}({c.case.text})" for c in [*people, *guesses][:3]]
     return built or [f"{target.owner}()"]
+
+
+def _project_sources(ctx: CapabilityContext, target: Target) -> dict[str, str]:
+    """:func:`_call_site_sources`, read once per job while the module's source is unchanged:
+    the host's candidates and the arguments of returned callables both come from them."""
+    job = draft(ctx, target.path, target.qualname)
+    if job.project is None or job.project[0] != target.source:
+        job.project = (target.source, _call_site_sources(ctx, target))
+    return job.project[1]
 
 
 def _call_site_sources(ctx: CapabilityContext, target: Target) -> dict[str, str]:
