@@ -293,15 +293,16 @@ class Shelf:
 
 def test_a_class_without_init_is_built_from_its_fields() -> None:
     """A dataclass's ``__init__`` is its annotated fields (ClassVar and init=False left out);
-    the most telling guess fills the defaulted ``quantity`` too."""
+    the most telling guess fills the defaulted ``quantity`` too, and ``sku: str`` gets a
+    SKU as people write one, not ``'abc'``."""
     found = candidate_inputs(DATACLASSES, "Item.__init__", limit=4)
     assert found[0].args == ("''", "0", "0")
-    assert max(found, key=lambda c: c.telling).args == ("'abc'", "1", "3")
+    assert max(found, key=lambda c: c.telling).args == ("'WID-0042'", "1", "3")
 
 
 def test_a_parameter_annotated_with_a_class_of_the_module_gets_one_built() -> None:
     found = candidate_inputs(DATACLASSES, "Shelf.put", limit=4)
-    assert found[0].args == ("Item('abc', 1, 3)", "1")  # count at its default
+    assert found[0].args == ("Item('WID-0042', 1, 3)", "1")  # count at its default
 
 
 def test_the_telling_base_gives_parameters_different_ints() -> None:

@@ -120,6 +120,9 @@ class _Target:
     members: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """The names each of the module's classes has (attributes it sets, methods, fields):
     a parameter whose attributes the body reads gets an instance of a class that has them."""
+    patterns: Mapping[str, str] = field(default_factory=dict)
+    """Module-level regexes (``SKU = re.compile(r'...')``) by name: a parameter the body
+    matches against one gets a string it matches."""
 
 
 def candidate_inputs(
@@ -188,7 +191,13 @@ def _find(source: str, qualname: str) -> _Target:
         init = _fields_init(owner.node) if owner and isinstance(owner.node, ast.ClassDef) else None
         if owner is not None and init is not None:
             target = _target(init, owner.node.name)
-            return replace(target, constants=_constants(tree))
+            return replace(
+                target,
+                constants=_constants(tree),
+                constructors=_constructors(tree),
+                members=_members(tree),
+                patterns=_patterns(tree),
+            )
     if located is None:
         raise ValueError(f"{qualname!r} is not defined in this module")
     node = located.node
@@ -202,26 +211,39 @@ def _find(source: str, qualname: str) -> _Target:
         constants=_constants(tree),
         constructors=_constructors(tree),
         members=_members(tree),
+        patterns=_patterns(tree),
     )
 
 
 def _constructors(tree: ast.Module) -> dict[str, str]:
     """A call building each top-level class of the module from its ``__init__`` (or its
     fields): the synthesized arguments that say most."""
+    constants, patterns = _constants(tree), _patterns(tree)
     found: dict[str, str] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        init = next(
-            (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
-            None,
-        ) or _fields_init(node)
-        if init is None:
-            continue
-        made = list(itertools.islice(_synthesized(_target(init, node.name)), 4))
-        if made:
-            best = max(made, key=lambda c: c.telling)
-            found[node.name] = f"{node.name}({best.case.text})"
+    # a second pass builds a class whose fields hold the module's other classes
+    # (``Order(lines=[OrderLine(...)])``) with the calls of the first
+    for _ in range(2):
+        known, found = found, {}
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            init = next(
+                (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
+                None,
+            ) or _fields_init(node)
+            if init is None:
+                continue
+            others = {name: call for name, call in known.items() if name != node.name}
+            target = replace(
+                _target(init, node.name),
+                constants=constants,
+                constructors=others,
+                patterns=patterns,
+            )
+            made = list(itertools.islice(_synthesized(target), 4))
+            if made:
+                best = max(made, key=lambda c: c.telling)
+                found[node.name] = f"{node.name}({best.case.text})"
     return found
 
 
@@ -563,6 +585,8 @@ def _synthesis(target: _Target) -> tuple[list[Candidate], Iterator[Candidate]]:
             continue
         if values and (p.default is _MISSING or not _telling(p.default)):
             value = values[-1] if p.has_default else values[0]
+            built = [v for v in values if isinstance(v, list) and v and isinstance(v[0], _Expr)]
+            value = built[0] if built else value
             while repr(value) in used and isinstance(value, int) and not isinstance(value, bool):
                 value += 2
             telling[p.name] = value
@@ -716,17 +740,59 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
     if param.kind in _STARS:
         return _star_pools(param, target)
     built = target.constructors.get(_type_name(param.annotation) if param.annotation else "")
+    person = _unique(_named_constants(param.name, target.constants) + _person_values(param.name))
+    written = _docstring_strings(target).get(param.name, [])
     pools: dict[str, list[Any]] = {
         "default": [not param.default] if isinstance(param.default, bool) else [],
-        "literal": _body_literals(param.name, target.func, target.constants)
-        + ([_Expr(_CALLABLES_BY_ARITY[1][0])] if _tested_callable(param.name, target.func) else []),
-        "shape": _item_shapes(param.name, target.func) or _instances(param.name, target),
-        "annotation": _annotation_values(param.annotation) or ([_Expr(built)] if built else []),
+        "literal": _body_literals(
+            param.name,
+            target.func,
+            {**_constants(ast.Module(target.func.body, [])), **target.constants},
+        )
+        + ([_Expr(_CALLABLES_BY_ARITY[1][0])] if _tested_callable(param.name, target.func) else [])
+        + _formatted_strings(param.name, target.func, target.patterns)
+        + written,
+        "shape": _item_shapes(param.name, target.func)
+        or _instances(param.name, target)
+        or _class_lists(param.name, target),
+        "annotation": _person_annotation(
+            _annotation_values(param.annotation) or ([_Expr(built)] if built else []),
+            person,
+        )
+        or _listed_class(param.annotation, target),
     }
+    if person and all(isinstance(v, str) for v in person):
+        # ``'@' in email`` reads a substring, not a key
+        pools["literal"] = [v for v in pools["literal"] if not isinstance(v, dict)]
     named, known = _name_values(param.name)
+    if person:
+        named, known = person, True
+    elif _string_dates(param.name):
+        named = _unique((named if known else []) + _string_dates(param.name))
+        known = True
     guessed = not pools["annotation"] and not pools["shape"]
     pools["name"] = named if guessed and (known or not param.has_default) else []
     return pools
+
+
+def _person_annotation(values: list[Any], person: list[Any]) -> list[Any]:
+    """A ``str`` annotation's typical values with the generic ``'abc'`` replaced by the
+    strings people pass for the parameter's name (``email: str``: ``'ada@example.com'``)."""
+    strings = [v for v in person if isinstance(v, str)]
+    if "abc" not in values or not strings:
+        return values
+    at = values.index("abc")
+    return _unique([*values[:at], *strings, *values[at + 1 :]])
+
+
+def _listed_class(node: ast.expr | None, target: _Target) -> list[Any]:
+    """``list[OrderLine]`` (``List``, ``Sequence``, ``Iterable``) of a class of the module:
+    a list of one built instance, and the empty list."""
+    if not isinstance(node, ast.Subscript):
+        return []
+    head = _TYPE_ALIASES.get(_type_name(node.value), _type_name(node.value))
+    built = target.constructors.get(_type_name(node.slice))
+    return [[_Expr(built)], []] if head == "list" and built else []
 
 
 def _star_pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
@@ -836,7 +902,7 @@ def _body_literals(name: str, func: _FuncDef, constants: Mapping[str, list[Any]]
             values += [v for v in keys_seen if _is_plain_key(v)]
     keys += _read_keys(name, func)
     if keys:
-        values.append(dict.fromkeys(keys, 1))
+        values.append(_record(list(dict.fromkeys(keys)), 1))
     return _unique(values)
 
 
@@ -902,6 +968,7 @@ def _item_shapes(name: str, func: _FuncDef) -> list[Any]:
     read by key (``row['id']``): dicts with those keys. Empty when the body says nothing."""
     items: set[str] = set()
     width = 0
+    unpacked: list[str] = []
     nested = False
     for node in ast.walk(func):
         if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
@@ -921,6 +988,9 @@ def _item_shapes(name: str, func: _FuncDef) -> list[Any]:
                 items.add(target.id)
             elif isinstance(target, ast.Tuple | ast.List):
                 width = width or len(target.elts)
+                unpacked = unpacked or [
+                    e.id if isinstance(e, ast.Name) else "" for e in target.elts
+                ]
         elif isinstance(node, ast.Call):
             called = _called(node)
             if called in _STAR_TAKING_APART and any(
@@ -974,9 +1044,12 @@ def _item_shapes(name: str, func: _FuncDef) -> list[Any]:
         keys += _read_keys(item, func)
     if keys:
         keys = list(dict.fromkeys(keys))
-        return [[dict.fromkeys(keys, 1), dict.fromkeys(keys, 2)], []]
+        return [[_record(keys, 1), _record(keys, 2, second=True)], []]
     if mapping:
         return [[{"a": 1}, {"b": 2}], []]
+    named = _named_tuples(unpacked)
+    if width >= 2 and named:
+        return [named, []]
     if width == 2:
         return [[(1, "a"), (2, "b")], []]
     if width > 2:
@@ -984,6 +1057,26 @@ def _item_shapes(name: str, func: _FuncDef) -> list[Any]:
     if nested and _last_word(name) not in _WORD_PLURALS:
         return [[[1, 2, 3], [4, 5, 6]], [[1, 2], [3], []], []]
     return []
+
+
+def _named_tuples(names: list[str]) -> list[tuple[Any, ...]]:
+    """Two tuples for ``for sku, quantity, price in lines``, each item of the kind people
+    pass for its name; empty unless a name is one of those."""
+    values = [_person_values(n) or _string_dates(n) for n in names]
+    if not any(values):
+        return []
+    for at, name in enumerate(names):
+        named, known = _name_values(name) if name and not values[at] else ([], False)
+        values[at] = values[at] or ([v for v in named if _telling(v)] if known else [])
+    rows = []
+    for row in range(2):
+        rows.append(
+            tuple(
+                found[min(row, len(found) - 1)] if found else row * len(names) + index + 1
+                for index, found in enumerate(values)
+            )
+        )
+    return rows
 
 
 def _called(node: ast.Call) -> str:
@@ -1248,3 +1341,368 @@ def _unique(values: list[Any]) -> list[Any]:
             seen.add(key)
             out.append(value)
     return out
+
+
+# --- values a person would write -----------------------------------------------------------
+#
+# Business code takes emails, phone numbers, ISO date strings, country and currency codes,
+# SKUs and postcodes; 'a' or 1 only reach its first guard. What follows from the state is a
+# host step: a regex the body matches the parameter against gives a string that matches, a
+# format ``strptime`` parses or ``fromisoformat`` gives a date written that way, the
+# function's docstring quotes what people pass, the module's constants name the codes it
+# knows, and a well-known name says what a value looks like.
+
+_PERSON_VALUES: tuple[tuple[frozenset[str], tuple[Any, ...]], ...] = (
+    (
+        frozenset({"email", "mail", "email_address", "e_mail"}),
+        ("ada@example.com", " Grace.Hopper+news@Gmail.com ", "no-at-sign.example.com"),
+    ),
+    (
+        frozenset({"phone", "mobile", "tel", "telephone", "fax", "phone_number", "msisdn"}),
+        ("+44 20 7946 0958", "020 7946 0958"),
+    ),
+    (frozenset({"country", "country_code", "country_iso"}), ("GB", "US")),
+    (frozenset({"currency", "currency_code", "ccy"}), ("EUR", "USD")),
+    (
+        frozenset({"postcode", "post_code", "postal_code", "zip", "zip_code", "zipcode"}),
+        ("SW1A 1AA", "90210"),
+    ),
+    (
+        frozenset({"url", "website", "homepage", "link", "endpoint"}),
+        ("https://example.com/orders/42",),
+    ),
+    (frozenset({"domain", "hostname", "host"}), ("example.com",)),
+    (frozenset({"first_name", "firstname", "given_name", "forename"}), ("Ada",)),
+    (frozenset({"last_name", "lastname", "surname", "family_name"}), ("Lovelace",)),
+    (
+        frozenset({"full_name", "customer_name", "contact_name", "display_name", "person"}),
+        ("Ada Lovelace",),
+    ),
+    (
+        frozenset({"company", "company_name", "business_name", "organisation", "organization"}),
+        ("Acme Ltd.",),
+    ),
+    (frozenset({"address", "street", "address_line", "street_address"}), ("221B Baker Street",)),
+    (frozenset({"city", "town"}), ("London",)),
+    (frozenset({"sku", "product_code", "item_code"}), ("WID-0042",)),
+    (frozenset({"tracking_number", "tracking_code", "tracking_id"}), ("JD014600006281234567",)),
+    (frozenset({"iban"}), ("GB82 WEST 1234 5698 7654 32",)),
+    (frozenset({"vat_number", "vat_id", "tax_id"}), ("GB123456789",)),
+    (frozenset({"username", "login", "user_name"}), ("ada.lovelace",)),
+    (frozenset({"quantity", "qty"}), (3, 12)),
+    (frozenset({"weight", "weight_kg", "kg"}), (2.5, 0.4)),
+    (frozenset({"discount", "discount_percent"}), (10, 25)),
+    (frozenset({"vat_rate", "tax_rate"}), (0.2,)),
+    (frozenset({"net", "gross", "subtotal"}), (19.99, 250)),
+)
+"""Parameter names (the whole name, or its last words: ``customer_email``,
+``billing_postcode``) and values of the kind people pass for them."""
+_ISO_DATE = "2024-03-15"
+_LATER_ISO_DATE = "2024-04-30"
+_SAMPLE_MOMENT = (2024, 3, 15, 9, 30, 0)
+_DATE_STRING_NAMES = {"due", "dob", "birthday", "expiry", "expires"}
+
+
+def _person_values(name: str) -> list[Any]:
+    """Values of the kind people pass for a parameter with this name (empty when the name
+    says nothing): the whole name first, then its last two words, then its last word."""
+    lowered = name.lower().strip("_")
+    words = lowered.split("_")
+    for candidate in (lowered, "_".join(words[-2:]), words[-1]):
+        for names, values in _PERSON_VALUES:
+            if candidate in names:
+                return list(values)
+    if len(words) > 1 and words[-1] in _MONEY_WORDS:
+        return [120.5, 2500]  # ``lifetime_total``, ``order_amount``
+    if len(words) > 1 and words[0] in _COUNT_PLURALS:
+        return [3, 45]  # ``days_late``, ``hours_worked``
+    return []
+
+
+_MONEY_WORDS = {"total", "amount", "balance", "cost", "subtotal", "spend", "net", "gross"}
+
+
+def _string_dates(name: str) -> list[Any]:
+    """An ISO date string, for names of dates (``due_date``, ``issued_on``)."""
+    lowered = name.lower()
+    dated = (
+        lowered in _DATE_NAMES
+        or lowered in _DATE_STRING_NAMES
+        or lowered.endswith(("_date", "_on", "_day"))
+    )
+    return [_ISO_DATE, _LATER_ISO_DATE] if dated else []
+
+
+def _aliases(name: str, func: _FuncDef) -> set[str]:
+    """``name`` and the locals bound to it taken apart by its own methods
+    (``compact = postcode.replace(' ', '').upper()``): what the body matches is the
+    parameter, tidied."""
+    found = {name}
+    for node in ast.walk(func):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and _rooted_at(node.value, found)
+        ):
+            found.add(node.targets[0].id)
+    return found
+
+
+def _rooted_at(node: ast.expr, names: set[str]) -> bool:
+    """Whether ``node`` is one of ``names``, or a chain of method calls and subscripts on it."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id in names
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            node = node.func.value
+        elif isinstance(node, ast.Subscript | ast.Attribute):
+            node = node.value
+        else:
+            return False
+
+
+def _patterns(tree: ast.Module) -> dict[str, str]:
+    """Module-level ``NAME = re.compile(r'...')``: the pattern of each."""
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and _type_name(node.value.func) == "compile"
+            and node.value.args
+            and isinstance(node.value.args[0], ast.Constant)
+            and isinstance(node.value.args[0].value, str)
+        ):
+            found[node.targets[0].id] = node.value.args[0].value
+    return found
+
+
+_MATCHING = {"match", "fullmatch", "search"}
+
+
+def _formatted_strings(name: str, func: _FuncDef, patterns: Mapping[str, str]) -> list[Any]:
+    """Strings the body shows the parameter's format of: one that a regex it matches the
+    parameter against matches (``SKU.match(sku.strip())``, ``re.fullmatch(r'...', text)``),
+    a date written in the format ``strptime`` parses it with, an ISO date for
+    ``date.fromisoformat``."""
+    names = _aliases(name, func)
+    found: list[Any] = []
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        method, owner, args = node.func.attr, node.func.value, node.args
+        pattern: str | None = None
+        if method in _MATCHING and isinstance(owner, ast.Name) and owner.id in patterns:
+            if args and _rooted_at(args[0], names):
+                pattern = patterns[owner.id]
+        elif method in _MATCHING and _is_name(owner, "re") and len(args) >= 2:
+            first = args[0]
+            if _rooted_at(args[1], names) and isinstance(first, ast.Constant):
+                pattern = first.value if isinstance(first.value, str) else None
+            elif _rooted_at(args[1], names) and isinstance(first, ast.Name):
+                pattern = patterns.get(first.id)
+        elif method == "fromisoformat" and args and _rooted_at(args[0], names):
+            found.append(_ISO_DATE)
+        elif (
+            method == "strptime"
+            and len(args) >= 2
+            and _rooted_at(args[0], names)
+            and isinstance(args[1], ast.Constant)
+            and isinstance(args[1].value, str)
+        ):
+            written = _strftime(args[1].value)
+            found += [written] if written is not None else []
+        if pattern is not None:
+            example = _written_match(pattern) or regex_example(pattern)
+            found += [example] if example is not None else []
+    return _unique(found)
+
+
+def _written_match(pattern: str) -> str | None:
+    """The first value people write (an email, a postcode, an ISO date) that ``pattern``
+    matches: realer than one made up from the pattern."""
+    written = [_ISO_DATE, *(v for _, values in _PERSON_VALUES for v in values)]
+    for value in written:
+        try:
+            if isinstance(value, str) and re.fullmatch(pattern, value.strip()):
+                return value.strip()
+        except re.error:
+            return None
+    return None
+
+
+def _strftime(fmt: str) -> str | None:
+    import datetime
+
+    try:
+        return datetime.datetime(*_SAMPLE_MOMENT).strftime(fmt)
+    except (ValueError, TypeError):
+        return None
+
+
+def _docstring_strings(target: _Target) -> dict[str, list[Any]]:
+    """Strings the docstring quotes as what a one-parameter function takes: ``'sw1a1aa' ->
+    'SW1A 1AA'`` gives ``'sw1a1aa'`` (what follows an arrow is a result)."""
+    required = [p for p in target.params if not p.has_default and p.kind not in _STARS]
+    if len(required) != 1 or required[0].kind not in _POSITIONAL:
+        return {}
+    doc = ast.get_docstring(target.func) or ""
+    found: list[str] = []
+    for line in doc.splitlines():
+        if line.strip().startswith((">>>", "...")):
+            continue
+        for clause in line.split(";"):
+            given = clause.split("->", 1)[0]
+            for match in _QUOTED.finditer(given):
+                text = match.group(2)
+                if any(ch.isalnum() for ch in text) and text not in found:
+                    found.append(text)
+    return {required[0].name: list(found[:3])} if found else {}
+
+
+_QUOTED = re.compile(r"""(?<![\w'"])(['"])([^'"\n]{1,60})\1(?!\w)""")
+
+
+def _named_constants(name: str, constants: Mapping[str, list[Any]]) -> list[Any]:
+    """The string keys or items of a module constant named after the parameter
+    (``COUNTRY_CODES`` for ``country``, ``STATUSES`` for ``status``)."""
+    word = name.lower().rsplit("_", 1)[-1]
+    if len(word) < 4:
+        return []
+    stems = {word.upper(), (word[:-1] + "IE" if word.endswith("y") else word).upper()}
+    values: list[Any] = []
+    for constant, items in constants.items():
+        parts = constant.split("_")
+        if any(part.startswith(stem) for part in parts for stem in stems):
+            values += [item for item in items if isinstance(item, str)]
+    return _unique(values)[:3]
+
+
+def _record(keys: list[str], filler: Any, *, second: bool = False) -> dict[str, Any]:
+    """A record with these keys: values people pass for the keys named like business fields
+    (``{'email': 'ada@example.com', 'country': 'GB'}``), ``filler`` for the others; the
+    ``second`` of two records takes the second such value where there is one."""
+    record: dict[str, Any] = {}
+    for key in keys:
+        person = _person_values(key) or _string_dates(key)
+        record[key] = person[min(int(second), len(person) - 1)] if person else filler
+    return record
+
+
+def _singular(name: str) -> str:
+    last = _last_word(name)
+    if last.endswith("ies"):
+        return last[:-3] + "y"
+    return last[:-1] if last.endswith("s") and not last.endswith("ss") else ""
+
+
+def _class_lists(name: str, target: _Target) -> list[Any]:
+    """For a plural named after one of the module's classes (``lines`` and ``OrderLine``,
+    ``items`` and ``LineItem``): a list of one built instance, and the empty list."""
+    singular = _singular(name)
+    if not singular:
+        return []
+    for cls, built in target.constructors.items():
+        if cls.lower() == singular or cls.lower().endswith(singular):
+            return [[_Expr(built)], []]
+    return []
+
+
+def regex_example(pattern: str) -> str | None:
+    """A string ``pattern`` matches (fullmatch), for the patterns of plain validation code:
+    literals, classes, categories, repeats (each at least once), groups and alternatives (the
+    first); None for what this does not write (backreferences, lookarounds)."""
+    import importlib
+
+    parser: Any = importlib.import_module("re._parser")
+    consts: Any = importlib.import_module("re._constants")
+    try:
+        parsed = parser.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return None
+    counter = itertools.count()
+    out: list[str] = []
+
+    def emit(items: Any) -> bool:
+        for op, arg in items:
+            if op is consts.LITERAL:
+                out.append(chr(arg))
+            elif op is consts.NOT_LITERAL:
+                out.append("x" if chr(arg) != "x" else "y")
+            elif op is consts.ANY:
+                out.append("a")
+            elif op is consts.IN:
+                char = in_class(arg)
+                if char is None:
+                    return False
+                out.append(char)
+            elif op in (consts.MAX_REPEAT, consts.MIN_REPEAT, consts.POSSESSIVE_REPEAT):
+                low, high, sub = arg
+                times = low or min(1, high)
+                for _ in range(min(times, 40)):
+                    if not emit(sub):
+                        return False
+            elif op is consts.SUBPATTERN:
+                if not emit(arg[-1]):
+                    return False
+            elif op is consts.ATOMIC_GROUP:
+                if not emit(arg):
+                    return False
+            elif op is consts.BRANCH:
+                if not emit(arg[1][0]):
+                    return False
+            elif op is consts.AT:
+                continue
+            else:
+                return False
+        return True
+
+    def in_class(items: Any) -> str | None:
+        step = next(counter)
+        if items and items[0][0] is consts.NEGATE:
+            rest = items[1:]
+            for char in "x_#Q7":
+                if not any(covers(op, arg, char) for op, arg in rest):
+                    return char
+            return None
+        op, arg = items[0]
+        if op is consts.LITERAL:
+            return str(chr(arg))
+        if op is consts.RANGE:
+            low, high = arg
+            return chr(low + (step * 7 + 2) % (high - low + 1))
+        if op is consts.CATEGORY:
+            return category(arg, step)
+        return None
+
+    def category(arg: Any, step: int) -> str | None:
+        if arg is consts.CATEGORY_DIGIT:
+            return "4207135896"[step % 10]
+        if arg is consts.CATEGORY_WORD:
+            return "abcdefgh"[step % 8]
+        if arg is consts.CATEGORY_SPACE:
+            return " "
+        if arg is consts.CATEGORY_NOT_DIGIT:
+            return "x"
+        return None
+
+    def covers(op: Any, arg: Any, char: str) -> bool:
+        if op is consts.LITERAL:
+            return bool(arg == ord(char))
+        if op is consts.RANGE:
+            return bool(arg[0] <= ord(char) <= arg[1])
+        if op is consts.CATEGORY:
+            sample = {consts.CATEGORY_DIGIT: r"\d", consts.CATEGORY_WORD: r"\w"}.get(arg, r"\s")
+            return re.fullmatch(sample, char) is not None
+        return True
+
+    if not emit(parsed) or not out:
+        return None
+    text = "".join(out)
+    try:
+        return text if re.fullmatch(pattern, text) else None
+    except re.error:
+        return None
