@@ -271,7 +271,7 @@ def test_remora_fixtures_call_without_argument_errors_where_st_builds_cannot(
     report, _ = sampled
     builds = _score(report, BUILDS)
     assert builds.kind == "baseline" and builds.error is None
-    assert builds.values == {"with_fixture": 0.0, "fixtures": 0}
+    assert builds.values == {"with_fixture": 0.0, "fixtures": 0, "returning": None}
     area = _detail(report, "shapes/geometry.py::area", BUILDS)
     assert area["unfilled"] == ["width"] and area["raised"] == {"TypeError": area["draws"]}
 

@@ -260,10 +260,12 @@ def mutation_of_file(
 
 @dataclass(frozen=True)
 class TypeOnly:
-    """A test file's tests (pytest ids) and those whose every assert only checks a type."""
+    """A test file's tests (pytest ids), those whose every assert only checks a type, and
+    those that expect the call to raise (``pytest.raises``)."""
 
     tests: tuple[str, ...] = ()
     type_only: tuple[str, ...] = ()
+    raising: tuple[str, ...] = ()
 
 
 def type_only_tests(source: str, names: Collection[str] = ()) -> TypeOnly:
@@ -278,6 +280,7 @@ def type_only_tests(source: str, names: Collection[str] = ()) -> TypeOnly:
     wanted = set(names)
     tests: list[str] = []
     type_only: list[str] = []
+    raising: list[str] = []
     for test_id, function in _test_functions(module):
         if wanted and test_id not in wanted:
             continue
@@ -285,7 +288,19 @@ def type_only_tests(source: str, names: Collection[str] = ()) -> TypeOnly:
         asserts = [node for node in ast.walk(function) if isinstance(node, ast.Assert)]
         if asserts and all(_checks_type_only(node.test) for node in asserts):
             type_only.append(test_id)
-    return TypeOnly(tuple(tests), tuple(type_only))
+        if any(_expects_raise(node) for node in ast.walk(function)):
+            raising.append(test_id)
+    return TypeOnly(tuple(tests), tuple(type_only), tuple(raising))
+
+
+def _expects_raise(node: ast.AST) -> bool:
+    """``pytest.raises(...)`` (or a bare imported ``raises(...)``)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "raises") or (
+        isinstance(func, ast.Name) and func.id == "raises"
+    )
 
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef

@@ -167,6 +167,13 @@ TEST_COLUMNS = [
         "without a counted file; functions without a mutant left out",
     ),
     Column(
+        key="returning_tests",
+        label="returning tests",
+        kind="rate",
+        help="share of the tests read whose call returns (the others expect it to raise, "
+        "pytest.raises): tests of values that reach the function's work, not its first guard",
+    ),
+    Column(
         key="type_only",
         label="type-only tests",
         kind="count",
@@ -200,6 +207,13 @@ SAMPLE_DATA_COLUMNS = [
         kind="count",
         help="Remora: fixtures written (each called in its sandbox); st.builds: drawn "
         "examples (20 a function) that called without an argument error",
+    ),
+    Column(
+        key="returning",
+        label="fixtures returning",
+        kind="rate",
+        help="share of the usable fixtures whose call returns rather than raises (Remora: "
+        "from its fixture files)",
     ),
 ]
 
@@ -435,11 +449,14 @@ def _measure_fixtures(
 ) -> dict[str, Value]:
     """Each function's usable fixtures, from its job and the fixture file in the copy."""
     usable = []
+    raising = []
     for ref in chosen:
         count, detail = _remora_fixtures(project, run.job(SAMPLE_DATA, ref.path, ref.name))
         details[ref.target][variant.name] = detail
         usable.append(count)
-    return _fixture_values(usable)
+        raised = detail.get("raising")
+        raising.append(raised if count and isinstance(raised, int) else 0)
+    return _fixture_values(usable, raising)
 
 
 def _ghostwriter_row(
@@ -672,15 +689,29 @@ def _test_values(outcomes: list[FunctionTests]) -> dict[str, Value]:
             rate for outcome in outcomes if (rate := outcome.mutation_rate) is not None
         ),
         "type_only": sum(len(outcome.assertions.type_only) for outcome in outcomes),
+        "returning_tests": _returning_share(outcomes),
         "failing_files": sum(1 for o in outcomes if o.zero_reason == TESTS_FAILED),
         "not_importable": sum(1 for o in outcomes if o.zero_reason == NOT_IMPORTABLE),
     }
 
 
-def _fixture_values(usable: list[int]) -> dict[str, Value]:
+def _returning_share(outcomes: list[FunctionTests]) -> float | None:
+    """The share of the tests read that do not expect their call to raise."""
+    read = sum(len(outcome.assertions.tests) for outcome in outcomes)
+    raising = sum(len(outcome.assertions.raising) for outcome in outcomes)
+    return (read - raising) / read if read else None
+
+
+def _fixture_values(usable: list[int], raising: list[int] | None = None) -> dict[str, Value]:
+    """``raising``: of each function's usable fixtures, how many raise (None: not known)."""
+    written = sum(usable)
+    returning = None
+    if raising is not None and written:
+        returning = (written - sum(raising)) / written
     return {
         "with_fixture": mean(1.0 if count else 0.0 for count in usable),
-        "fixtures": sum(usable),
+        "fixtures": written,
+        "returning": returning,
     }
 
 
