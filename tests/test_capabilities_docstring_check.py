@@ -179,3 +179,80 @@ def test_a_summary_must_say_more_than_the_name(
     checked = docstring_summary_check(ctx, summary, name, avoid)
     assert checked["problem"] == problem
     assert checked["ok"] is (problem is None)
+
+
+@pytest.mark.parametrize(
+    ("summary", "problem"),
+    [
+        ("Return the object as a collection.", "wrong_kind"),
+        ("Convert the value to a list of items.", "wrong_kind"),
+        ("Check whether the object is a collection.", None),
+        ("Return True if the object can be iterated over.", None),
+        ("Tell if an object holds several items.", None),
+    ],
+)
+def test_a_function_seen_returning_only_bools_must_be_said_to_answer_a_question(
+    ctx: CapabilityContext, summary: str, problem: str | None
+) -> None:
+    checked = docstring_summary_check(ctx, summary, "is_collection", kinds=["boolean"])
+    assert checked["problem"] == problem
+
+
+@pytest.mark.parametrize(
+    ("summary", "name", "problem"),
+    [
+        ("Return a value when the function is called.", "once", "vague"),
+        ("Return the result.", "apply", "vague"),
+        ("Process the data and return the result.", "handle", "vague"),
+        ("Call the function once and return its result afterwards.", "once", None),
+        ("Return the first item.", "head", None),
+        ("Return the result of the first call.", "cached", None),
+    ],
+)
+def test_a_summary_that_would_fit_any_function_is_vague(
+    ctx: CapabilityContext, summary: str, name: str, problem: str | None
+) -> None:
+    assert docstring_summary_check(ctx, summary, name)["problem"] == problem
+
+
+NAMEDLIST = '''def namedlist(typename, field_names, rename=False):
+    """
+
+    >>> Point = namedlist('Point', ['x', 'y'])
+    """
+    fields = list(field_names)
+    return type(typename, (list,), {"_fields": fields})
+'''
+
+
+@pytest.mark.parametrize(
+    ("summary", "problem"),
+    [
+        ("Named list of points.", "copies_example"),
+        ("Make a list type whose items are named by the Point fields.", "copies_example"),
+        ("Make a list subclass whose items have field names.", None),
+    ],
+)
+def test_a_summary_that_takes_words_from_an_examples_values_is_refused(
+    ctx: CapabilityContext, summary: str, problem: str | None
+) -> None:
+    examples = [
+        "Point = namedlist('Point', ['x', 'y'])",
+        "namedlist('Point', ['x', 'y']) returns <class 'Point'>",
+    ]
+    checked = docstring_summary_check(ctx, summary, "namedlist", code=NAMEDLIST, examples=examples)
+    assert checked["problem"] == problem
+    if problem:
+        assert '"point' in checked["detail"]
+
+
+def test_words_the_code_has_are_not_copies_of_an_example(ctx: CapabilityContext) -> None:
+    code = "def pluralize(word):\n    return word + 's'\n"
+    checked = docstring_summary_check(
+        ctx,
+        "Return the plural form of a word.",
+        "pluralize",
+        code=code,
+        examples=["pluralize('word') returns 'words'"],
+    )
+    assert checked["ok"]

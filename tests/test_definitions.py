@@ -380,3 +380,34 @@ def test_the_definition_digest_follows_prompts_and_tools_not_the_adapter(tmp_pat
     tool = next((folder / "tools").glob("*.pym"))
     tool.write_text(tool.read_text(encoding="utf-8") + "\n# changed\n", encoding="utf-8")
     assert digest() != first
+
+
+def test_a_screen_is_loaded_as_a_script_of_the_tool(tmp_path: Path) -> None:
+    def edit(data: dict[str, Any]) -> None:
+        data["tools"][0]["screen"] = "tools/screen.pym"
+
+    path = copy_agent(tmp_path, edit=edit)
+    (path.parent / "tools" / "screen.pym").write_text(
+        'from remora.pym import Input\ntext: str = Input("text")\n'
+        '{"outcome": "success" if text else "error", "summary": "checked"}\n',
+        encoding="utf-8",
+    )
+    agent = load_agent(path)
+    screen = agent.tool("echo").screen
+    assert screen is not None
+    assert screen.name == "echo.screen"
+    assert screen.pym == (path.parent / "tools" / "screen.pym").resolve()
+    assert agent.tool("submit_result").screen is None
+
+
+def test_a_screen_with_an_input_its_tool_lacks_is_agent_017(tmp_path: Path) -> None:
+    def edit(data: dict[str, Any]) -> None:
+        data["tools"][0]["screen"] = "tools/screen.pym"
+
+    path = copy_agent(tmp_path, edit=edit)
+    (path.parent / "tools" / "screen.pym").write_text(
+        'from remora.pym import Input\nother: str = Input("other")\nother\n', encoding="utf-8"
+    )
+    problem = only_problem(path)
+    assert problem.code == "AGENT_017"
+    assert "other" in problem.message

@@ -173,6 +173,17 @@ class RunnerConfig(_Section):
     max_requeries: int = Field(default=2, ge=0)
     job_timeout: float = Field(default=600.0, gt=0)
     concurrency: int = Field(default=2, ge=1)
+    candidates: int = Field(
+        default=4,
+        ge=1,
+        le=16,
+        description="Answers asked of the model at a decision whose tool the host can screen "
+        "(the docstring summary): the greedy one and samples, each checked by the host; the "
+        "survivor closest to the others is used. 1 asks for one greedy answer.",
+    )
+    candidate_temperature: float = Field(
+        default=0.8, gt=0.0, le=2.0, description="Temperature of the sampled candidates."
+    )
 
 
 class ToolsConfig(_Section):

@@ -39,6 +39,7 @@ Error codes (``AgentDefinitionError``):
   unknown variable
 - AGENT_016 a host step (``step: host``) has a required model-facing input (the host
   calls it without arguments), or ``opening`` names a tool that is not a host step
+- AGENT_017 a tool's screen declares a model-facing input the tool does not have
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ class _RawTool(_Raw):
     context_providers: list[str] = Field(default_factory=list)
     when_option: str | None = Field(default=None, pattern=_IDENTIFIER)
     step: Literal["model", "host"] = "model"
+    screen: str | None = Field(default=None, min_length=1)
 
 
 class InitialContext(_Raw):
@@ -244,6 +246,11 @@ class ToolDefinition(ScriptTool):
     host_step: bool = Field(
         default=False,
         description="Called by the host whenever a result names it as the only next tool.",
+    )
+    screen: ScriptTool | None = Field(
+        default=None,
+        description="A script that runs the host's checks of a call without making it: the "
+        "model is then asked for several answers and the host picks among those it accepts.",
     )
 
     def offered(self, options: Mapping[str, Any]) -> bool:
@@ -859,7 +866,29 @@ class _Validator:
             context_providers=providers,
             when_option=raw.when_option,
             host_step=raw.step == "host",
+            screen=self._screen(where, raw, script),
         )
+
+    def _screen(self, where: str, raw: _RawTool, script: PymScript | None) -> ScriptTool | None:
+        """The tool's screen, checked: its model-facing inputs must be the tool's own
+        (AGENT_017), since it is called with the arguments of the tool's call."""
+        if raw.screen is None:
+            return None
+        path = (self.directory / raw.screen).resolve()
+        screen = self._script(f"{where}.screen", path)
+        if screen is None or script is None:
+            return None
+        tool_inputs = {decl.name for decl in script.model_inputs}
+        foreign = [decl.name for decl in screen.model_inputs if decl.name not in tool_inputs]
+        if foreign:
+            self.problem(
+                "AGENT_017",
+                f"{where}.screen: {path.name} takes {', '.join(foreign)}, which {raw.name} "
+                "does not",
+                "a screen is called with the arguments of the tool's call: declare only its inputs",
+            )
+            return None
+        return ScriptTool(name=f"{raw.name}.screen", pym=path)
 
     def _script(self, where: str, path: Path) -> PymScript | None:
         """The checked script at ``path`` or None, recording problems."""

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeAlias
 
-from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, Usage, sure_of
 from remora.runner.history import MESSAGE_OVERHEAD, estimate_tokens
 from remora.tools.result import ToolResult
 
@@ -55,7 +55,9 @@ class ScriptedModel:
     ``usage`` fills token counts with a chars/4 estimate, and reports as cached the
     tokens of the messages the request shares with the previous one (what a backend
     reusing its KV cache would skip). ``repeat_last`` answers with the last step again
-    once the script runs out instead of raising ``ScriptExhaustedError``.
+    once the script runs out instead of raising ``ScriptExhaustedError``. A request for
+    samples is answered by the step repeated, as a model sure of its answer samples it,
+    unless the step is a ``ModelResponse`` with its own ``alternatives``.
     """
 
     def __init__(
@@ -102,7 +104,7 @@ class ScriptedModel:
         response = _response(step)
         if self._usage and response.usage == Usage():
             response = response.model_copy(update={"usage": _usage(request, previous, response)})
-        return response
+        return sure_of(response, request.samples)
 
     async def aclose(self) -> None:
         self.closed = True

@@ -79,6 +79,13 @@ class ModelRequest(BaseModel):
         default=None, description="Stable per agent run, so a backend can reuse its KV cache."
     )
     adapter: str | None = Field(default=None, description="LoRA adapter path (llama.cpp).")
+    samples: int = Field(
+        default=1,
+        ge=1,
+        description="Answers wanted: the first at ``temperature``, the rest sampled at "
+        "``sample_temperature`` (``ModelResponse.alternatives``).",
+    )
+    sample_temperature: float = Field(default=0.8, ge=0.0, le=2.0)
     model_id: str | None = Field(default=None, description="Model id (OpenAI-compatible).")
 
     def allowed_specs(self) -> list[ToolSpec]:
@@ -110,6 +117,21 @@ class ModelResponse(BaseModel):
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
+    alternatives: list[ModelResponse] = Field(
+        default_factory=list,
+        description="The sampled answers beyond this one, when the request asked for samples "
+        "and the backend produced them in the same call.",
+    )
+
+
+def sure_of(response: ModelResponse, samples: int) -> ModelResponse:
+    """``response`` standing for all ``samples`` answers of a request, as a model sure of its
+    answer samples it (a deterministic expert, a scripted double, greedy evaluation); usage
+    is counted once."""
+    if samples <= 1 or response.alternatives:
+        return response
+    same = response.model_copy(update={"usage": Usage()})
+    return response.model_copy(update={"alternatives": [same] * (samples - 1)})
 
 
 @runtime_checkable

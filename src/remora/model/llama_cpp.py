@@ -50,7 +50,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -1204,25 +1204,34 @@ class LlamaCppBackend:
         return self.engine.generate(self.job(request))
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The answer; with ``request.samples`` above 1, the sampled answers too
+        (``alternatives``), decoded on the conversation's lane in the same batches: the
+        samples start from a copy of the prompt's cache, so the prompt is evaluated once."""
         job = self.job(request)
+        samples = [
+            replace(
+                job,
+                conversation=None,
+                temperature=request.sample_temperature,
+                cancel=threading.Event(),
+                future=Future(),
+            )
+            for _ in range(request.samples - 1)
+        ]
+        jobs = [job, *samples]
         started = time.perf_counter()
-        self._submit(job)
+        self._submit(*jobs)
         try:
-            result = await asyncio.shield(asyncio.wrap_future(job.future))
+            results = await asyncio.shield(
+                asyncio.gather(*(asyncio.wrap_future(each.future) for each in jobs))
+            )
         except asyncio.CancelledError:
-            job.cancel.set()
+            for each in jobs:
+                each.cancel.set()
             raise
-        return ModelResponse(
-            content=result.text,
-            raw_text=result.text,
-            finish_reason=result.finish_reason,
-            usage=Usage(
-                prompt_tokens=result.prompt_tokens,
-                completion_tokens=result.completion_tokens,
-                cached_prompt_tokens=result.cached_tokens,
-            ),
-            latency_s=time.perf_counter() - started,
-        )
+        latency = time.perf_counter() - started
+        responses = [_response(result, latency) for result in results]
+        return responses[0].model_copy(update={"alternatives": responses[1:]})
 
     def clear_cache(self) -> None:
         """Drop every conversation's KV cache (once the generations in flight finish)."""
@@ -1235,14 +1244,16 @@ class LlamaCppBackend:
         for task in tasks:
             task.future.result()
 
-    def _submit(self, job: _Job) -> None:
+    def _submit(self, job: _Job, *samples: _Job) -> None:
+        """Queue ``job`` on its conversation's lane, and ``samples`` of it on the same lane."""
         with self._load_lock:
             self._check_open()
             loads = [lane.load for lane in self._lanes]
             lane = self._lanes[self._router.route(job.conversation, loads)]
-            lane.load += 1
-        job.future.add_done_callback(lambda _: lane.finished())
-        lane.put(job)
+            lane.load += 1 + len(samples)
+        for each in (job, *samples):
+            each.future.add_done_callback(lambda _: lane.finished())
+            lane.put(each)
 
     async def aclose(self) -> None:
         loop = asyncio.get_running_loop()
@@ -1432,6 +1443,20 @@ def _drain(inbox: queue.SimpleQueue[_Job | _Task | None], block: bool) -> list[_
             items.append(inbox.get_nowait())
         except queue.Empty:
             return items
+
+
+def _response(result: Generation, latency: float) -> ModelResponse:
+    return ModelResponse(
+        content=result.text,
+        raw_text=result.text,
+        finish_reason=result.finish_reason,
+        usage=Usage(
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
+            cached_prompt_tokens=result.cached_tokens,
+        ),
+        latency_s=latency,
+    )
 
 
 def _cache_error() -> ModelError:

@@ -259,7 +259,12 @@ async def run_job(
     context = context or job.context(store, config, workspace_id)
     system = dict(context.system)
     tools = [
-        LoopTool(spec=tool.spec(), effect=tool.effect, host_step=tool.host_step)
+        LoopTool(
+            spec=tool.spec(),
+            effect=tool.effect,
+            host_step=tool.host_step,
+            screened=tool.screen is not None,
+        )
         for tool in agent.tools
         if tool.offered(job.options)
     ]
@@ -268,6 +273,14 @@ async def run_job(
         name: str, arguments: dict[str, Any], *, deadline: float | None = None
     ) -> ToolResult:
         return await runtime.run(agent.tool(name), arguments, context, deadline=deadline)
+
+    async def screen(
+        name: str, arguments: dict[str, Any], *, deadline: float | None = None
+    ) -> ToolResult:
+        tool = agent.tool(name).screen
+        if tool is None:
+            return ToolResult.failure(f"tool {name} has no screen")
+        return await runtime.run(tool, arguments, context, deadline=deadline)
 
     operation = config.operations.get(key.operation)
     settings = LoopSettings.from_config(
@@ -306,6 +319,7 @@ async def run_job(
         job_id=key.job_id,
         opening=agent.opening,
         declare_allowed_only=agent.initial_context.declared_tools == "allowed",
+        screen=screen,
     )
     if fitted is not None and fitted.cut:
         result.details["node_outlined"] = fitted.describe()

@@ -29,6 +29,9 @@ class LoopTool:
     spec: ToolSpec
     effect: Effect
     host_step: bool = False
+    screened: bool = False
+    """The host can screen a call of it without running it (the loop's ``screen``): the
+    model is then asked for several answers at once and the host picks among them."""
 
     @property
     def name(self) -> str:
@@ -77,6 +80,7 @@ class ToolCatalog:
         self.write_names = tuple(name for name, effect in effects.items() if effect == "write")
         self.progress_names = (*self.write_names, SUBMIT_TOOL)
         self.host_steps = frozenset(tool.name for tool in tools if tool.host_step)
+        self.screened = frozenset(tool.name for tool in tools if tool.screened)
 
     def effect(self, name: str) -> Effect:
         return self._effects[name]

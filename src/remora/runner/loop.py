@@ -40,6 +40,7 @@ from remora.model.base import (
     ToolCall,
     ToolSpec,
 )
+from remora.runner.candidates import call_words, most_agreed
 from remora.runner.catalog import LoopTool, ToolCatalog, ToolInvoker
 from remora.runner.guards import (
     HOST_FINISH,
@@ -86,13 +87,17 @@ async def run_agent(
     job_id: str | None = None,
     opening: Sequence[str] = (),
     declare_allowed_only: bool = False,
+    screen: ToolInvoker | None = None,
 ) -> AgentResult:
     """Run one agent to a structured result; see the module docstring for the contract.
 
     ``opening`` names host steps (tools marked ``host_step``) the host takes before the
     model's first turn, in order, as if each were the only next tool.
     ``declare_allowed_only`` declares to the model only the tools it may call that turn
-    (a short decision prompt) instead of the whole catalog.
+    (a short decision prompt) instead of the whole catalog. ``screen`` runs the host's
+    checks of a call of a ``screened`` tool without running it: at a turn where that tool is
+    the only one allowed, ``settings.candidates`` answers are asked for and the screened
+    survivor that agrees most with the others is used (:mod:`remora.runner.candidates`).
 
     Raises ``RunnerError`` (RUN_001) before the first turn when the tools or settings are
     unusable. ``cancel`` (e.g. set on Ctrl-C) and ``settings.job_timeout`` stop the run
@@ -123,6 +128,7 @@ async def run_agent(
         job_id=job_id,
         opening=opening,
         declare_allowed_only=declare_allowed_only,
+        screen=screen,
     )
     return await loop.run()
 
@@ -154,8 +160,10 @@ class AgentLoop:
         job_id: str | None = None,
         opening: Sequence[str] = (),
         declare_allowed_only: bool = False,
+        screen: ToolInvoker | None = None,
     ) -> None:
         self.catalog = ToolCatalog(tools)
+        self.screen = screen
         self.declare_allowed_only = declare_allowed_only
         unknown = [name for name in opening if name not in self.catalog.host_steps]
         if unknown:
@@ -239,6 +247,7 @@ class AgentLoop:
                 if finished is not None:
                     return finished
             allowed = list(narrowed) if narrowed is not None else None
+            samples = self._samples(narrowed)
             request = self._fitted(
                 ModelRequest(
                     messages=self.history.render(),
@@ -251,6 +260,8 @@ class AgentLoop:
                     conversation_id=self.conversation_id,
                     adapter=self.adapter,
                     model_id=self.model_id,
+                    samples=samples,
+                    sample_temperature=self.settings.candidate_temperature,
                 )
             )
             self._emit(
@@ -271,11 +282,106 @@ class AgentLoop:
             if response is None:
                 return self._interrupted(self._stop_reason() or CANCELLED)
             self._record_model(turn, response, time.perf_counter() - started)
+            if samples > 1:
+                response = await self._chosen(turn, narrowed, request, response)
             finished = await self._handle(turn, narrowed, response)
             if finished is None:
                 finished = await self._host_steps(turn)
             if finished is not None:
                 return finished
+
+    def _samples(self, allowed: tuple[str, ...] | None) -> int:
+        """How many answers to ask for: ``settings.candidates`` when the only tool allowed
+        is one the host can screen, else one."""
+        if (
+            self.screen is None
+            or allowed is None
+            or len(allowed) != 1
+            or allowed[0] not in self.catalog.screened
+        ):
+            return 1
+        return self.settings.candidates
+
+    async def _chosen(
+        self,
+        turn: int,
+        allowed: tuple[str, ...] | None,
+        request: ModelRequest,
+        response: ModelResponse,
+    ) -> ModelResponse:
+        """Among the answers (``response`` and its alternatives; a backend that gives none
+        is asked for the samples one by one), the valid call the host's screen accepts that
+        agrees most with the other accepted ones; the greedy answer when none passes, so
+        its refusal reaches the model as before."""
+        answers = [response, *response.alternatives]
+        if len(answers) < request.samples:
+            extra = await self._more_samples(request, request.samples - len(answers))
+            if extra is None:
+                return response
+            answers += extra
+        telemetry = self.telemetry
+        for answer in answers[1:]:
+            telemetry.prompt_tokens += answer.usage.prompt_tokens
+            telemetry.completion_tokens += answer.usage.completion_tokens
+            telemetry.cached_prompt_tokens += answer.usage.cached_prompt_tokens
+        telemetry.candidates += len(answers)
+        passed: list[tuple[ModelResponse, frozenset[str]]] = []
+        seen: set[str] = set()
+        verdicts: list[str] = []
+        for answer in answers:
+            parsed = parse_response(answer)
+            if len(parsed.calls) != 1:
+                verdicts.append("no single call")
+                continue
+            check = self.validator.check(parsed.calls[0], allowed)
+            if check.error is not None:
+                verdicts.append("invalid")
+                continue
+            call = check.call
+            signature = call_signature(call.name, call.arguments)
+            if signature in seen:
+                verdicts.append("same as an earlier one")
+                continue
+            seen.add(signature)
+            assert self.screen is not None
+            try:
+                verdict = await self.screen(
+                    call.name, dict(call.arguments), deadline=self._deadline
+                )
+            except RemoraError as exc:
+                verdict = ToolResult.failure(exc.render())
+            if verdict.outcome == "error":
+                verdicts.append(f"refused: {verdict.summary}")
+                continue
+            verdicts.append("passed")
+            passed.append((answer, call_words(call.arguments)))
+        telemetry.candidates_passed += len(passed)
+        chosen = passed[most_agreed([words for _, words in passed])][0] if passed else response
+        self._transcript.note(
+            turn,
+            f"{len(answers)} candidates: "
+            + "; ".join(f"{index}: {verdict}" for index, verdict in enumerate(verdicts))
+            + f"; chosen: {answers.index(chosen)}",
+        )
+        return chosen.model_copy(update={"alternatives": []})
+
+    async def _more_samples(self, request: ModelRequest, count: int) -> list[ModelResponse] | None:
+        """``count`` sampled answers, each its own request (None when cancelled or out of
+        time)."""
+        sampled = [
+            request.model_copy(
+                update={
+                    "samples": 1,
+                    "temperature": request.sample_temperature,
+                    "conversation_id": f"{self.conversation_id}~{index}",
+                }
+            )
+            for index in range(1, count + 1)
+        ]
+        answers = await asyncio.gather(*(self._complete(each) for each in sampled))
+        if any(answer is None for answer in answers):
+            return None
+        return [answer for answer in answers if answer is not None]
 
     def _left_to_host(self, allowed: tuple[str, ...] | None) -> bool:
         """Whether the guards left the model nothing but host steps, the submit among them

@@ -44,6 +44,14 @@ class AgentTelemetry(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
+    candidates: int = Field(
+        default=0,
+        description="Answers the model gave at screened decisions (greedy and samples; "
+        "their tokens are counted above).",
+    )
+    candidates_passed: int = Field(
+        default=0, description="Of those, distinct valid calls the host's screen accepted."
+    )
     model_latency_s: list[float] = Field(default_factory=list)
     tool_latency_s: dict[str, list[float]] = Field(default_factory=dict)
     wall_time_s: float = 0.0

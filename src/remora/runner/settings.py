@@ -30,6 +30,8 @@ class LoopSettings:
     context_size: int = 8192
     max_tokens: int = 384
     max_result_chars: int = DEFAULT_MAX_RESULT_CHARS
+    candidates: int = 1
+    candidate_temperature: float = 0.8
 
     def __post_init__(self) -> None:
         minimums = {
@@ -41,6 +43,7 @@ class LoopSettings:
             "context_size": 1,
             "max_tokens": 1,
             "max_result_chars": 100,
+            "candidates": 1,
         }
         for field in fields(self):
             minimum = minimums.get(field.name)
@@ -87,4 +90,6 @@ class LoopSettings:
             context_size=model.context_size,
             max_tokens=model.max_tokens,
             max_result_chars=(tools or ToolsConfig()).max_result_chars,
+            candidates=runner.candidates,
+            candidate_temperature=runner.candidate_temperature,
         )

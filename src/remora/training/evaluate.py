@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from remora.definitions import SubagentDefinition
 from remora.errors import RemoraError, TrainingError
 from remora.harness import check_episode, with_host_submit
-from remora.model.base import ModelClient, ModelRequest, ModelResponse, ToolCall
+from remora.model.base import ModelClient, ModelRequest, ModelResponse, ToolCall, sure_of
 from remora.operations.base import PlannedEpisode
 from remora.orchestration import Job
 from remora.runner import AgentResult, parse_response
@@ -188,10 +188,10 @@ class _GreedyModel:
         self.calls: list[ToolCall] = []
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        update = {"adapter": self._adapter, "temperature": 0.0}
+        update = {"adapter": self._adapter, "temperature": 0.0, "samples": 1}
         response = await self._model.complete(request.model_copy(update=update))
         self.calls.extend(parse_response(response).calls)
-        return response
+        return sure_of(response, request.samples)
 
     async def aclose(self) -> None:
         return None  # the caller closes the shared model

@@ -57,7 +57,15 @@ from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode, discover
 from remora.errors import RemoraError, TrainingError
 from remora.harness import check_episode, operation_options, with_host_submit
-from remora.model.base import Message, ModelClient, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from remora.model.base import (
+    Message,
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolSpec,
+    sure_of,
+)
 from remora.model.functiongemma import (
     render_call,
     render_completion,
@@ -289,7 +297,8 @@ class ExpertModel:
         made = ToolCall(name=chosen.name, arguments=dict(chosen.arguments))
         self.turns.append(Turn(request, made, isinstance(chosen, MistakenCall)))
         text = render_call(made)
-        return ModelResponse(content=text, raw_text=text, finish_reason="stop")
+        response = ModelResponse(content=text, raw_text=text, finish_reason="stop")
+        return sure_of(response, request.samples)
 
     async def aclose(self) -> None:
         return None

@@ -23,6 +23,7 @@ import ast
 import difflib
 import re
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,7 @@ def docstring_summary_check(
     kinds: list[str] | None = None,
     code: str | None = None,
     item_kinds: list[str] | None = None,
+    examples: list[str] | None = None,
 ) -> dict[str, Any]:
     """Whether ``summary`` says more than the name ``name`` already does, and nothing the
     host knows to be false.
@@ -168,7 +170,10 @@ def docstring_summary_check(
     states a number the definition's ``code`` does not have) or ``wrong_kind`` (the
     result it claims, or its items, are of none of the observed ``kinds`` or
     ``item_kinds``; see
-    :func:`~remora.operations.docstring.grounding.contradiction`). ``detail`` says more.
+    :func:`~remora.operations.docstring.grounding.contradiction`; or it claims a thing where
+    only True or False were seen), ``vague`` (it would fit any function: "Return the
+    result.") or ``copies_example`` (it takes words from the values of the ``examples``
+    shown, not from the code). ``detail`` says more.
     """
     text = " ".join(str(summary or "").split())
     words = _WORD.findall(text.lower())
@@ -198,7 +203,101 @@ def docstring_summary_check(
         problem, detail = "unknown_number", f"the code has no {', '.join(numbers)}"
     elif wrong := contradiction(text, set(kinds or ()), set(item_kinds or ())):
         problem, detail = "wrong_kind", wrong
+    elif set(kinds or ()) == {"boolean"} and not states_a_test(words):
+        problem = "wrong_kind"
+        detail = "it says the code returns a thing, but it was seen returning only True or False"
+    elif vague(words, name):
+        problem, detail = "vague", "it would fit any function"
+    elif copied := copied_example_words(text, examples or [], code or ""):
+        problem = "copies_example"
+        detail = f"{', '.join(copied)} come from an example's values, not from the code"
     return {"ok": problem is None, "problem": problem, "detail": detail, "summary": text}
+
+
+_TEST_WORDS = frozenset(
+    [
+        *("whether", "if", "true", "false", "bool", "boolean", "check", "checks", "test"),
+        *("tests", "tell", "tells", "determine", "determines", "decide", "decides", "is"),
+        *("are", "has", "have", "can", "predicate", "verify", "verifies", "validate"),
+        *("validates", "match", "matches", "contains", "contain", "detect", "detects"),
+        *("ensure", "ensures", "assert", "asserts", "confirm", "confirms"),
+    ]
+)
+
+
+def states_a_test(words: list[str]) -> bool:
+    """Whether a summary says its code answers a question ("Check if x is a collection.",
+    "Return True when ..."), as a function seen returning only True or False does; "Return
+    the object as a collection." does not."""
+    return any(word in _TEST_WORDS for word in words)
+
+
+def vague(words: list[str], name: str) -> bool:
+    """Whether a summary would fit any function: every word is generic ("Return a value
+    when the function is called.", "Process the data and return the result.") and none
+    is a word of the name (a summary of only the name's words is ``repeats_name``)."""
+    own: set[str] = set()
+    for part in _CAMEL.findall(name.replace("_", " ")):
+        own |= _forms(part.lower())
+    return bool(words) and all(word in _VAGUE and not (_forms(word) & own) for word in words)
+
+
+_QUOTED = re.compile(r"""(?:[rbuf]|rb|br)?(['"])(.*?)(?<!\\)\1""")
+_LETTERS = re.compile(r"[a-z]{3,}")
+
+
+def copied_example_words(text: str, examples: Sequence[str], code: str) -> list[str]:
+    """The words of ``text`` that come from the values of the ``examples`` shown (the text
+    of a string argument, or a name an example binds: ``>>> Point = namedlist('Point',
+    ['x', 'y'])``) and from nowhere in the ``code``: a small model copies an example's
+    values into the summary ("Named list of points.") as if the code were about them."""
+    shown: set[str] = set()
+    for example in examples:
+        call = re.split(r" (?:returns|yields|raises) ", example, maxsplit=1)[0]
+        for found in _QUOTED.finditer(call):
+            shown.update(_LETTERS.findall(found.group(2).lower()))
+        bound = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", call)
+        if bound:
+            shown.update(_LETTERS.findall(bound.group(1).lower()))
+    if not shown:
+        return []
+    own = _without_docstrings(code)
+    mine: set[str] = set()
+    for part in _CAMEL.findall(own.replace("_", " ")):
+        mine |= _forms(part.lower())
+    copied: list[str] = []
+    for word in _WORD.findall(text.lower()):
+        if word in _FILLER or len(word) < 3:
+            continue
+        forms = _forms(word)
+        if any(form in shown for form in forms) and not forms & mine:
+            copied.append(f'"{word}"')
+    return list(dict.fromkeys(copied))
+
+
+def _without_docstrings(code: str) -> str:
+    """``code`` without its docstrings (an example in the docstring is not the code's own
+    word); string literals the code uses are kept."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except SyntaxError:
+        return code
+    lines = code.splitlines(keepends=True)
+    spans: list[tuple[int, int]] = []
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            spans.append((body[0].lineno, body[0].end_lineno or body[0].lineno))
+    for start, end in sorted(spans, reverse=True):
+        del lines[start - 1 : end]
+    return "".join(lines)
 
 
 def repeated_run(words: list[str]) -> str | None:
@@ -470,3 +569,21 @@ def _pydoclint_problems(
         )
         problems.append(_problem("pydoclint", match.group(2), def_line, message.strip()))
     return problems
+
+
+_VAGUE = (
+    _FILLER
+    | _GENERIC
+    | frozenset(
+        [
+            *("get", "gets", "give", "gives", "new", "called", "calling", "code", "work"),
+            *("works", "process", "processes", "execute", "executes", "provide", "provides"),
+            *("compute", "computes", "produce", "produces", "create", "creates", "make"),
+            *("makes", "something", "stuff", "operation", "task", "action", "appropriate"),
+            *("corresponding", "relevant", "certain", "specific", "accordingly", "needed"),
+            *("necessary", "based", "on", "upon", "then", "so", "after", "before", "whole"),
+            *("whatever", "one", "ones", "thing", "things", "way", "according", "logic"),
+        ]
+    )
+)
+"""Words that say nothing about what a particular function does."""

@@ -141,22 +141,10 @@ def docstring_write(
     docstring already has. Nothing is written when the summary is not usable:
     ``summary_problem`` says why (see ``docstring_summary_check``; ``avoid`` as there).
     Then what is left, as :func:`docstring_next` says."""
-    relative, text = read_text(ctx, path)
-    tree = parse_python(text, relative)
-    located = locate(tree, qualname, relative)
-    name = describe(text, located)["name"]
+    relative, _ = read_text(ctx, path)
     summary = imperative(first_sentence(" ".join(str(summary or "").split())))
+    checked_summary = _summary_checked(ctx, relative, qualname, summary, avoid)
     grounding = _grounding(ctx, relative, qualname)
-    checked_summary = docstring_summary_check(
-        ctx,
-        summary,
-        name,
-        avoid,
-        sorted(set(_IDENTIFIER.findall(text)) | set(dir(builtins))),
-        sorted(grounding.kinds),
-        "\n".join(text.splitlines()[located.node.lineno - 1 : located.node.end_lineno]),
-        sorted(grounding.item_kinds),
-    )
     if not checked_summary["ok"]:
         refused = _refused(ctx, relative, qualname)
         refused.append(checked_summary["detail"] or checked_summary["problem"])
@@ -175,6 +163,39 @@ def docstring_write(
         "diff": written["diff"],
         **docstring_next(ctx, relative, qualname),
     }
+
+
+@capability
+def docstring_screen(
+    ctx: CapabilityContext, path: str, qualname: str, summary: str, avoid: list[str] | None = None
+) -> dict[str, Any]:
+    """Whether ``docstring_write`` would take ``summary``, without writing it or counting a
+    refusal: ``ok``, and ``problem`` and ``detail`` as ``docstring_summary_check`` says. The
+    loop screens several of the model's answers with it and writes the one it picks."""
+    relative, _ = read_text(ctx, path)
+    summary = imperative(first_sentence(" ".join(str(summary or "").split())))
+    return _summary_checked(ctx, relative, qualname, summary, avoid)
+
+
+def _summary_checked(
+    ctx: CapabilityContext, relative: str, qualname: str, summary: str, avoid: list[str] | None
+) -> dict[str, Any]:
+    """``docstring_summary_check`` of ``summary`` with what the host knows of ``qualname``."""
+    _, text = read_text(ctx, relative)
+    tree = parse_python(text, relative)
+    located = locate(tree, qualname, relative)
+    grounding = _grounding(ctx, relative, qualname)
+    return docstring_summary_check(
+        ctx,
+        summary,
+        describe(text, located)["name"],
+        avoid,
+        sorted(set(_IDENTIFIER.findall(text)) | set(dir(builtins))),
+        sorted(grounding.kinds),
+        "\n".join(text.splitlines()[located.node.lineno - 1 : located.node.end_lineno]),
+        sorted(grounding.item_kinds),
+        [*examples(located.node), *grounding.observed.lines],
+    )
 
 
 @capability
