@@ -179,3 +179,29 @@ def test_threads_default_to_half_the_cpus_and_say_why(monkeypatch: pytest.Monkey
     monkeypatch.setattr(llama_cpp, "usable_cpus", lambda: 1)
     assert llama_cpp.thread_choice(None)[0] == 1
     assert llama_cpp.thread_choice(6) == (6, "set by model.threads")
+
+
+def test_samples_come_back_with_the_greedy_answer_from_one_prompt_evaluation(
+    embedded_llama: LlamaCppBackend,
+) -> None:
+    """A request for samples answers greedy first (as without samples) and the samples as
+    alternatives, decoded on one lane from one evaluation of the prompt."""
+    backend = LlamaCppBackend(embedded_llama.model_path, context_size=1024, lanes=2, seed=3)
+    try:
+        item = prose()[0]
+        greedy = asyncio.run(backend.complete(item))
+        backend.clear_cache()
+        asked = item.model_copy(update={"samples": 4, "sample_temperature": 1.5})
+        answered = asyncio.run(backend.complete(asked))
+        assert answered.raw_text == greedy.raw_text
+        assert len(answered.alternatives) == 3
+        texts = {alternative.raw_text for alternative in answered.alternatives}
+        assert texts - {greedy.raw_text}, "samples at a high temperature all equal greedy"
+        # Each sample reused the prompt evaluated for the first answer but its last token.
+        prompt = answered.usage.prompt_tokens
+        for alternative in answered.alternatives:
+            assert alternative.usage.prompt_tokens == prompt
+            assert alternative.usage.cached_prompt_tokens == prompt - 1
+        assert sum(lane.opened is not None for lane in backend._lanes) == 1
+    finally:
+        backend.close()
