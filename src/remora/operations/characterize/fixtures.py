@@ -149,7 +149,9 @@ def fixture_path(module_path: str, qualname: str, kind: str) -> str:
 
 
 def _usable(observations: list[Observation]) -> list[Observation]:
-    """Kept observations, one per argument list, at most :data:`MAX_FIXTURES`."""
+    """Kept observations, one per argument list, at most :data:`MAX_FIXTURES`, in the order
+    they ran; past the cap, calls that return are kept before calls that raise (samples of
+    the function's work before more of its guards)."""
     seen: set[tuple[str, str | None]] = set()
     usable: list[Observation] = []
     for observation in observations:
@@ -157,7 +159,12 @@ def _usable(observations: list[Observation]) -> list[Observation]:
         if observation.verdict == "kept" and key not in seen:
             seen.add(key)
             usable.append(observation)
-    return usable[:MAX_FIXTURES]
+    if len(usable) <= MAX_FIXTURES:
+        return usable
+    returning = [o for o in usable if o.raised is None][:MAX_FIXTURES]
+    raising = [o for o in usable if o.raised is not None][: MAX_FIXTURES - len(returning)]
+    chosen = {id(o) for o in returning + raising}
+    return [o for o in usable if id(o) in chosen]
 
 
 def fixture(observation: Observation, scope: Scope) -> dict[str, Any]:

@@ -13,6 +13,7 @@ Codes: the TOOL_7xx codes of :mod:`.inputs` and :mod:`.characterization`.
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from remora import pyast
@@ -62,12 +63,53 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
         else "The host's argument lists ran"
     )
     text = f"{ran}; {len(report['kept'])} test(s) pass twice: {_reached(report)}."
+    named = constants_text(target.source, qualname)
+    if named:
+        text = named + "\n" + text
     if missing or exits:
         marked = _marked_source(target.source, qualname, missing, exits)
         text += " Lines never run and branches never taken are marked:\n" + marked
     if survivors:
         text += "\n" + surviving_mutants_text(target.source, survivors)
     return {"complete": complete, "grew": grew, "text": text}
+
+
+MAX_CONSTANT_TEXT = 160
+"""A module constant is shown up to this many characters."""
+
+
+def constants_text(source: str, qualname: str) -> str:
+    """The module-level constants the function reads, as written (``COUNTRY_CODES = {'UK':
+    '+44', ...}``): the codes, formats and tables its arguments are looked up in, for the
+    model that proposes values of the kind the code expects. Empty when it reads none."""
+    try:
+        tree = pyast.parse(source)
+    except (SyntaxError, ValueError):
+        return ""
+    located = find_definition(tree, qualname)
+    if located is None:
+        return ""
+    read = {
+        node.id
+        for node in ast.walk(located.node)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    shown = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target = node.target
+        else:
+            continue
+        if isinstance(target, ast.Name) and target.id in read and target.id.isupper():
+            text = " ".join((ast.get_source_segment(source, node) or "").split())
+            if len(text) > MAX_CONSTANT_TEXT:
+                text = text[: MAX_CONSTANT_TEXT - 3] + "..."
+            shown.append(text)
+    if not shown:
+        return ""
+    return "Module constants it reads:\n" + "\n".join(shown)
 
 
 def _model_share(gains: list[int]) -> str:
@@ -116,6 +158,9 @@ def inputs_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[st
             text += "=" + param["default"]
         params.append(text)
     lines = [f"Signature: {target.name}({', '.join(params)})"]
+    named = constants_text(target.source, qualname)
+    if named:
+        lines.append(named)
     if target.needs_receiver:
         lines.append("It is called on an instance of its class.")
     kept = observed["verdicts"].get("kept", 0)
