@@ -120,6 +120,12 @@ class _Target:
     members: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """The names each of the module's classes has (attributes it sets, methods, fields):
     a parameter whose attributes the body reads gets an instance of a class that has them."""
+    module_doc: str = ""
+    """The module's docstring: its ``>>>`` examples of the function are examples too."""
+    siblings: Mapping[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    """Values the ``>>>`` examples of the module (its docstring, its functions') pass to
+    a parameter of each name, whatever the function: ``is_valid(number)`` takes what
+    ``validate(number)``'s examples show."""
     patterns: Mapping[str, str] = field(default_factory=dict)
     """Module-level regexes (``SKU = re.compile(r'...')``) by name: a parameter the body
     matches against one gets a string it matches."""
@@ -212,6 +218,8 @@ def _find(source: str, qualname: str) -> _Target:
         constructors=_constructors(tree),
         members=_members(tree),
         patterns=_patterns(tree),
+        module_doc=ast.get_docstring(tree) or "",
+        siblings=_sibling_values(tree),
     )
 
 
@@ -432,10 +440,13 @@ def _argument(node: ast.expr, allowed: Scope) -> str | None:
 
 
 def _doctests(target: _Target, allowed: Scope) -> Iterator[Candidate]:
-    """Calls in ``>>>`` examples (with ``...`` continuations) of the function's docstring;
-    a name an earlier example bound to data is read as that data."""
+    """Calls in ``>>>`` examples (with ``...`` continuations) of the function's docstring,
+    then of the module's (``validate('BE31435411161155')`` at the top of ``iban.py``); a
+    name an earlier example bound to data is read as that data."""
     doc = ast.get_docstring(target.func) or ""
     lines = doc.splitlines()
+    if target.module_doc:
+        lines += ["", *target.module_doc.splitlines()]
     bound: dict[str, ast.expr] = {}
     for index, line in enumerate(lines):
         stripped = line.strip()
@@ -742,6 +753,8 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
     built = target.constructors.get(_type_name(param.annotation) if param.annotation else "")
     person = _unique(_named_constants(param.name, target.constants) + _person_values(param.name))
     written = _docstring_strings(target).get(param.name, [])
+    others = [v for f, v in target.siblings.get(param.name, []) if f != target.name]
+    written = _unique(written + others[:3])
     pools: dict[str, list[Any]] = {
         "default": [not param.default] if isinstance(param.default, bool) else [],
         "literal": _body_literals(
@@ -1564,6 +1577,45 @@ def _docstring_strings(target: _Target) -> dict[str, list[Any]]:
 
 
 _QUOTED = re.compile(r"""(?<![\w'"])(['"])([^'"\n]{1,60})\1(?!\w)""")
+
+
+def _sibling_values(tree: ast.Module) -> dict[str, list[tuple[str, Any]]]:
+    """Literal values the ``>>>`` examples in the module's docstrings pass to the module's
+    top-level functions, by parameter name (positional arguments bound in order), each
+    with the function it was passed to."""
+    functions = {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    docs = [ast.get_docstring(tree) or ""]
+    docs += [ast.get_docstring(f) or "" for f in functions.values()]
+    found: dict[str, list[tuple[str, Any]]] = {}
+    for doc in docs:
+        for line in doc.splitlines():
+            text = line.strip()
+            if not text.startswith(">>>"):
+                continue
+            try:
+                statement = pyast.parse(text[3:].strip())
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(statement):
+                if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+                    continue
+                func = functions.get(node.func.id)
+                if func is None:
+                    continue
+                names = [a.arg for a in [*func.args.posonlyargs, *func.args.args]]
+                pairs = [*zip(names, node.args, strict=False)]
+                pairs += [(k.arg, k.value) for k in node.keywords if k.arg is not None]
+                for name, arg in pairs:
+                    value = _literal(arg)
+                    if value is not _MISSING and isinstance(value, str | int | float):
+                        found.setdefault(name, [])
+                        if (func.name, value) not in found[name]:
+                            found[name].append((func.name, value))
+    return found
 
 
 def _named_constants(name: str, constants: Mapping[str, list[Any]]) -> list[Any]:
