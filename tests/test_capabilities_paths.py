@@ -65,6 +65,9 @@ PATH_CALLS: dict[str, PathCall] = {
     "docstring_describe": lambda caps, p: caps["docstring_describe"](
         path=p, qualname="f", item="return", text="Always the number one."
     ),
+    "docstring_screen": lambda caps, p: caps["docstring_screen"](
+        path=p, qualname="f", summary="Return one."
+    ),
     "docstring_next": lambda caps, p: caps["docstring_next"](path=p, qualname="f"),
     "docstring_verdict": lambda caps, p: caps["docstring_verdict"](path=p, qualname="f"),
     "docstring_host_only": lambda caps, p: caps["docstring_host_only"](path=p, qualname="f"),

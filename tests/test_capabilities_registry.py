@@ -54,6 +54,7 @@ EXPECTED = {
     "fixtures_result",
     "docstring_evidence",
     "docstring_write",
+    "docstring_screen",
     "docstring_describe",
     "docstring_next",
     "docstring_ask",

@@ -183,6 +183,63 @@ def _examples(
     return found
 
 
+@train_app.command("index")
+def index_command(
+    corpus: CorpusOption = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Write each index as OUT/<operation>.json.gz instead of where the operation "
+            "ships it.",
+        ),
+    ] = None,
+    pinned: Annotated[
+        bool,
+        typer.Option(
+            "--pinned",
+            help="Add the pinned packages (remora/training/packages.txt): each sdist is "
+            "fetched by pip once, into --sdists.",
+        ),
+    ] = False,
+    sdists: Annotated[
+        Path, typer.Option("--sdists", help="Where --pinned keeps the fetched sdists.")
+    ] = DATA_DIR.parent / "sdists",
+) -> None:
+    """Build the corpus indexes operations ship as data (the docstring operation's summaries
+    of documented functions, which its prompts show as examples of similar code).
+
+    The corpus is the same as generate's and never holds an evaluation package.
+
+    Example: remora train index --pinned
+    """
+    from remora.training.corpus import corpus_files, default_corpus
+
+    corpus = list(corpus or default_corpus())
+    if pinned:
+        from remora.training.packages import fetch_pinned
+
+        fetched = fetch_pinned(
+            sdists,
+            on_package=lambda spec, index, total: err_console.print(
+                f"fetching {spec} ({index}/{total})", highlight=False
+            ),
+        )
+        for spec, why in fetched.failed.items():
+            err_console.print(f"[yellow]left out {spec}: {why}[/yellow]", highlight=False)
+        corpus += fetched.paths
+    files = corpus_files(corpus)
+    built = [operation for operation in operations() if operation.build_index is not None]
+    if not built:
+        err_console.print("no operation ships a corpus index")
+        return
+    for operation in built:
+        assert operation.build_index is not None
+        path = out / f"{operation.name}.json.gz" if out is not None else None
+        said = operation.build_index(files, path)
+        console.print(f"{operation.name}: {said}", highlight=False)
+
+
 @train_app.command("finetune")
 def finetune_command(
     out: Annotated[Path, typer.Argument(help="Adapter directory (resumes what is there).")],

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # annotations only: the registry loads without the eval frame
 
 __all__ = [
     "CorpusFile",
+    "CorpusIndexer",
     "EpisodePlanner",
     "Operation",
     "PlannedEpisode",
@@ -120,6 +121,14 @@ class EpisodePlanner(Protocol):
     ) -> Iterator[PlannedEpisode]: ...
 
 
+class CorpusIndexer(Protocol):
+    """Build an operation's index of corpus material (shipped as data) from the corpus
+    ``files`` at ``path`` (None: where the operation ships it); a line saying what was
+    written."""
+
+    def __call__(self, files: Sequence[CorpusFile], path: Path | None = None) -> str: ...
+
+
 @dataclass(frozen=True)
 class Operation:
     """One operation: its agent folders and capabilities, its defaults, how it is measured
@@ -135,6 +144,7 @@ class Operation:
     ``style: googel`` is an error at once, not a failed job later. ``gate_metric`` is
     the evaluation column (higher is better) by which ``remora train gate`` compares the
     agent's adapter with the base model; without one an adapter cannot be gated.
+    ``build_index`` builds the corpus index the operation ships (``remora train index``).
     """
 
     name: str
@@ -148,6 +158,7 @@ class Operation:
     agent: str | None = None
     training_options: Mapping[str, Any] = field(default_factory=dict)
     gate_metric: str | None = None
+    build_index: CorpusIndexer | None = None
 
     @property
     def agent_name(self) -> str:

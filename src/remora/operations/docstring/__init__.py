@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from remora.operations.base import Operation
-from remora.operations.docstring import check, corpus, docstrings, write
+from remora.operations.docstring import check, corpus, docstrings, similar, write
 from remora.tools.capabilities import capabilities_of
 
 if TYPE_CHECKING:
@@ -42,6 +42,9 @@ class DocstringOptions(BaseModel):
     # describe is set.
     use_model: bool = True
     describe: bool = False
+    # Show the model how maintainers summed up similar documented code: the project's own
+    # functions first, then the index of the training corpus shipped with Remora.
+    similar_examples: bool = True
     missing_only: bool = False
     include_private: bool = False
     include_tests: bool = False
@@ -59,6 +62,7 @@ DOCSTRING = Operation(
     # adapter was trained on (auto would give prose packages no sections to describe).
     training_options={"describe": True, "style": "google"},
     gate_metric="meaning",
+    build_index=similar.build_index,
     summary="write docstrings checked by pydoclint and ruff (vs the original docstrings)",
 )
 

@@ -53,6 +53,7 @@ from remora.operations.docstring.grounding import (
     judged_kinds,
     observe,
 )
+from remora.operations.docstring.similar import Documented, similar_summaries
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.regressions import base_content, tests_broken_by
@@ -116,6 +117,10 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
     if grounding.callees:
         lines.append("It calls:")
         lines.extend(f"  {line}" for line in grounding.callees)
+    similar = _similar(ctx, relative, qualname)
+    if similar:
+        lines.append("How maintainers summed up similar code:")
+        lines.extend(f"  {entry.shown()}" for entry in similar)
     return {
         "describe": to_describe,
         "described": described,
@@ -123,6 +128,7 @@ def docstring_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict
         "calls": calls,
         "observed": grounding.observed.lines,
         "callees": grounding.callees,
+        "similar": [entry.shown() for entry in similar],
         "text": "\n".join(lines),
     }
 
@@ -185,11 +191,13 @@ def _summary_checked(
     tree = parse_python(text, relative)
     located = locate(tree, qualname, relative)
     grounding = _grounding(ctx, relative, qualname)
+    name = describe(text, located)["name"]
+    shown = [entry.summary for entry in _similar(ctx, relative, qualname) if entry.name != name]
     return docstring_summary_check(
         ctx,
         summary,
-        describe(text, located)["name"],
-        avoid,
+        name,
+        [*(avoid or []), *shown],
         sorted(set(_IDENTIFIER.findall(text)) | set(dir(builtins))),
         sorted(grounding.kinds),
         "\n".join(text.splitlines()[located.node.lineno - 1 : located.node.end_lineno]),
@@ -387,6 +395,24 @@ def _grounding(
         item_kinds,
         types,
     )
+    return cache[key]
+
+
+def _similar(ctx: CapabilityContext, relative: str, qualname: str) -> list[Documented]:
+    """The summaries of similar documented code shown with the evidence (found once per
+    job; :mod:`.similar`)."""
+    cache: dict[tuple[str, str], list[Documented]] = ctx.state.setdefault(f"{__name__}.similar", {})
+    key = (relative, qualname)
+    if key not in cache:
+        options = ctx.system.get("options")
+        wanted = options.get("similar_examples", True) if isinstance(options, Mapping) else True
+        _, text = read_text(ctx, relative)
+        node = locate(parse_python(text, relative), qualname, relative).node
+        cache[key] = (
+            similar_summaries(ctx, relative, node, qualname)
+            if wanted and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            else []
+        )
     return cache[key]
 
 
