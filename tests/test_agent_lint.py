@@ -162,21 +162,45 @@ def test_the_model_is_shown_the_issue_no_tool_may_fix_and_its_rewrite_is_kept(
         "left; the tests that import it still pass (1 file(s))"
     )
     assert result.details["model_rewrites"] == [
-        {"code": "E711", "line": 12, "start": 12, "end": 12}
+        {
+            "code": "E711",
+            "line": 12,
+            "start": 12,
+            "end": 12,
+            "before": "    if point == None:",
+            "after": "    if point is None:",
+        }
     ]
     assert result.details["model_refused"] == []
     assert result.details["model_asked"] == {"E711": 1}
+    # What `remora eval --as-published` sums per row: the file as the project has it had
+    # one issue no tool may fix; the model was asked about it and its rewrite was kept.
+    assert result.details["counts"] == {
+        "manual": 1,
+        "left_for_a_person": 0,
+        "model_asked": 1,
+        "model_kept": 1,
+        "model_refused": 0,
+    }
 
 
-def test_rewrites_that_do_not_parse_or_break_the_tests_lose_none_of_the_hosts_fixes(
+def test_rewrites_that_change_more_or_break_the_tests_lose_none_of_the_hosts_fixes(
     shapes: Path,
 ) -> None:
-    # The second rewrite parses and removes E711 but inverts the test: the tests refuse it.
-    script = [rewrite("if point = None"), rewrite("if point is not None:")]
+    # A caller's object equal to None: `is None` differs from `== None` for it.
+    nothing = "\n\nclass Nothing:\n    def __eq__(self, other):\n        return other is None\n"
+    nothing += '\n\ndef test_nothing():\n    assert describe(Nothing()) == "nothing"\n'
+    (shapes / "tests/test_shapes.py").write_text(SHAPES_TESTS + nothing)
+    # The first rewrite removes E711, ruff is clean, but it inverts the condition: more
+    # than the rule asks. The second is the rule's own change, and the tests refuse it.
+    script = [rewrite("if point is not None:"), rewrite("if point is None:")]
     outcome = run_operation(shapes, "lint", "pkg/shapes.py", script, options=MODEL)
     assert outcome.model_calls == 2
     retry = asked(outcome.requests[1])
-    assert retry.startswith("Your rewrite was not kept: the fix for E711 on line 12 would")
+    assert retry.startswith(
+        "Your rewrite was not kept: it changes the code beyond what E711 asks "
+        "(only `==`/`!=` may become `is`/`is not`)."
+    )
     text = outcome.changed["pkg/shapes.py"]
     assert "import os" not in text and "    if point == None:\n" in text
     result = outcome.result
@@ -184,10 +208,22 @@ def test_rewrites_that_do_not_parse_or_break_the_tests_lose_none_of_the_hosts_fi
     assert result.summary.startswith("Fixed F401 x1 (2 rewrite(s) refused (last: it breaks")
     assert "1 for a person" in result.summary
     refused = result.details["model_refused"]
-    assert [item["problem"].split(" (")[0] for item in refused] == [
-        "the fix for E711 on line 12 would leave a syntax error",
-        "it breaks the tests tests/test_shapes.py::test_describe",
+    assert [item["problem"] for item in refused] == [
+        "it changes the code beyond what E711 asks (only `==`/`!=` may become `is`/`is not`)",
+        "it breaks the tests tests/test_shapes.py::test_nothing",
     ]
+    # Each refusal keeps the lines shown and what the model wrote, for a person to judge.
+    assert [(item["before"], item["after"]) for item in refused] == [
+        ("    if point == None:", "    if point is not None:"),
+        ("    if point == None:", "    if point is None:"),
+    ]
+    assert result.details["counts"] == {
+        "manual": 1,
+        "left_for_a_person": 1,
+        "model_asked": 1,
+        "model_kept": 0,
+        "model_refused": 2,
+    }
 
 
 def test_by_default_the_residue_is_left_for_the_person(shapes: Path) -> None:

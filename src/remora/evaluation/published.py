@@ -7,13 +7,15 @@ seeded modules of the untouched package (of those defining a function or class),
 operation run on them on a scratch copy,
 every proposed change accepted, then the copy compared with the original.
 
-Value: jobs, changes accepted, docstrings added, generated test functions added and how
-many of them pass. Harm (each should be 0): the package's tests and doctests that passed
+Value: jobs, changes accepted, docstrings added, generated test functions added and how many
+of them pass, and what the jobs counted of their own work (``counts`` in a job's details,
+summed per row in a note: the lint agent's manual issues, issues the model was asked about
+and rewrites kept). Harm (each should be 0): the package's tests and doctests that passed
 before and fail after, ``>>>`` examples and literal blocks altered, sentences and words of
-the authors' docstrings lost, summaries replaced, generated tests that only repeat calls
-the package's own tests or examples make, generated tests that fail, modules that no
-longer parse. A summary changed only in the mood of its first word or by a final period
-is a mechanical fix, counted apart.
+the authors' docstrings lost, summaries replaced, generated tests that only repeat calls the
+package's own tests or examples make, generated tests that fail, modules that no longer
+parse. A summary changed only in the mood of its first word or by a final period is a
+mechanical fix, counted apart.
 
 :func:`compare_docstrings` is the pure comparison of one source before and after, usable
 on its own (a test that every author's sentence and example is still there).
@@ -766,6 +768,10 @@ def evaluate_as_published(ctx: EvalContext, operation: str) -> OperationReport:
         report.scores.append(score)
         report.remora.append(figures)
         details[name] = measured.details
+        counted = measured.details["job_counts"]
+        if counted:
+            said = ", ".join(f"{key} {count}" for key, count in sorted(counted.items()))
+            notes.append(f"{name}: the jobs counted {said}")
         shown = measured.harms[:NOTED]
         notes += [f"{name}: {harm}" for harm in shown]
         if len(measured.harms) > len(shown):
@@ -941,7 +947,9 @@ def measure_after(
         "mechanical_fixes": docstrings.mechanical_fixes,
     }
     values["harm"] = sum(int(values[key] or 0) for key in HARM_KEYS)
+    counts = job_counts(jobs)
     details = {
+        "job_counts": dict(counts),
         "files_added": added,
         "files_changed": changed,
         "files_removed": removed,
@@ -951,11 +959,32 @@ def measure_after(
         "generated_tests": [test.model_dump() for test in generated],
         "modules_unparsable": unparsable,
         "jobs": [
-            {"job": job.label, "status": job.status, "review": job.review, "summary": job.summary}
+            {
+                "job": job.label,
+                "status": job.status,
+                "review": job.review,
+                "summary": job.summary,
+                "details": job.details,
+            }
             for job in jobs
         ],
     }
     return Measured(values, details, harms, "; ".join(errors) or None)
+
+
+def job_counts(jobs: Iterable[JobRecord]) -> Counter[str]:
+    """What the jobs counted of their own work (``details["counts"]``, a mapping of names
+    to integers an operation may report, such as the lint agent's issues asked about and
+    rewrites kept), summed."""
+    total: Counter[str] = Counter()
+    for job in jobs:
+        counts = job.details.get("counts")
+        if not isinstance(counts, dict):
+            continue
+        for name, count in counts.items():
+            if isinstance(count, int) and not isinstance(count, bool):
+                total[str(name)] += count
+    return total
 
 
 def _before_notes(ctx: EvalContext, before: Before) -> list[str]:

@@ -253,7 +253,10 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
 def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     """The job's outcome, on the host's word: the tests that import the module run against
     the edits (undone if they broke one), then status, summary and details say what was
-    fixed and what is left. ``partial`` when issues Remora may fix are left."""
+    fixed and what is left. ``partial`` when issues Remora may fix are left. ``counts``
+    in the details (summed per row by ``remora eval --as-published``): the issues no tool
+    may fix in the project's version of the file (``manual``), those left for a person,
+    and the issues the model was asked about, its rewrites kept and refused."""
     checked = lint_verify(ctx, path)
     left = checked["left"]
     details: dict[str, Any] = {
@@ -266,6 +269,11 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     attempts = model_attempts(ctx)
     if attempts.asked:
         details |= attempts.account()
+    details["counts"] = {
+        "manual": _manual_count(ctx, checked["path"]),
+        "left_for_a_person": left["count"] - left["fixable"],
+        **attempts.counts(),
+    }
     if checked["reverted"]:
         return {
             "status": "failed",
@@ -327,6 +335,14 @@ class ModelAttempts:
             "model_refused": list(self.refused),
         }
 
+    def counts(self) -> dict[str, int]:
+        """The model's part in numbers: issues asked about, rewrites kept and refused."""
+        return {
+            "model_asked": len(self.tries),
+            "model_kept": len(self.rewritten),
+            "model_refused": len(self.refused),
+        }
+
     def said(self) -> str:
         """The summary's clause on the model's part, or nothing when it was not asked."""
         if not self.asked:
@@ -338,6 +354,17 @@ class ModelAttempts:
                 f"{len(self.refused)} rewrite(s) refused (last: {self.refused[-1]['problem']})"
             )
         return " (" + "; ".join(parts) + ")"
+
+
+def _manual_count(ctx: CapabilityContext, relative: str) -> int:
+    """The issues no tool may fix in the project's own version of the file (before the
+    job's edits): the manual residue a person or the model is left with."""
+    original = base_content(ctx, relative)
+    if original is None:
+        return 0
+    with Linter(ctx, relative) as linter:
+        issues = linter.classified(decode_text(relative, original))
+    return sum(issue["fix"] == "manual" for issue in issues)
 
 
 def model_attempts(ctx: CapabilityContext) -> ModelAttempts:

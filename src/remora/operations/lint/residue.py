@@ -4,11 +4,14 @@ After the host has applied every fix it can verify, the model is shown one manua
 a time: its code and message, why no tool may fix it, and the lines involved (the
 statement, or a compound statement's header). It answers with those lines rewritten. The
 rewrite is kept only when it is verified like every fix (the file parses, the issue is
-gone, no new issue, no suppression comment) and the project's tests that import the module
+gone, no new issue, no suppression comment), changes nothing but what the rule asks (the
+module's syntax tree is the same once that change is undone, :mod:`.meaning`: ruff alone
+accepted ``None`` for ``raise Error(...)``) and the project's tests that import the module
 still pass; otherwise nothing is written and the model may try once more with the
-complaint in front of it. Only codes whose fix stays within the lines shown are asked
-about (:data:`MODEL_CODES`); a rename across a scope (E741), a moved default (B006) or an
-import (F401, F403, F811, F821) is left for the person.
+complaint in front of it. Only codes whose fix stays within the lines shown and can be
+checked that way are asked about (:data:`MODEL_CODES`); a rename across a scope (E741,
+B007), a moved default (B006) or an import (F401, F403, F811, F821) is left for the
+person.
 
 Codes: TOOL_302 the issue is not the one asked about.
 """
@@ -28,6 +31,7 @@ from remora.operations.lint.capabilities import (
     model_attempts,
     verified_fix,
 )
+from remora.operations.lint.meaning import NORMALIZERS, changed_meaning
 from remora.operations.lint.rules import DEFAULT_RULES
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.regressions import tests_broken_by
@@ -37,9 +41,10 @@ from remora.tools.capabilities.values import as_int
 
 LEFT_TO_THE_PERSON = frozenset({"E741", "B006", "F401", "F403", "F811", "F821"})
 MODEL_CODES: tuple[str, ...] = tuple(
-    code for code in DEFAULT_RULES if code not in LEFT_TO_THE_PERSON
+    code for code in DEFAULT_RULES if code not in LEFT_TO_THE_PERSON and code in NORMALIZERS
 )
-"""The manual issues the model is asked to rewrite: their fix stays within the lines shown."""
+"""The manual issues the model is asked to rewrite: their fix stays within the lines shown
+and the host can show a rewrite changes nothing else (:mod:`.meaning`)."""
 MAX_ATTEMPTS = 2
 """Rewrites asked for one issue: the second comes with the first one's complaint."""
 MAX_LINES = 8
@@ -188,25 +193,31 @@ def lint_rewrite(
         key = issue_key(issue, lines)
         state.tries[key] = state.tries.get(key, 0) + 1
         start, end = issue["start"], issue["end"]
+        shown = "\n".join(lines[start - 1 : end])
         rows = fitted(lines[start - 1 : end], text)
+        proposed = {"before": shown, "after": "\n".join(rows)}
         if not any(row.strip() for row in rows):
-            return _refused(state, issue, "the new text is empty")
+            return _refused(state, issue, "the new text is empty", proposed)
         after = "\n".join(lines[: start - 1] + rows + lines[end:])
         if before.endswith("\n"):
             after += "\n"
         try:
             verified_fix(linter, rule, row, before, after, raw)
         except ToolError as exc:
-            return _refused(state, issue, exc.message)
+            return _refused(state, issue, exc.message, proposed)
+    changed = changed_meaning(rule, before, after)
+    if changed is not None:
+        return _refused(state, issue, changed, proposed)
     original = store_read(ctx, relative)
     write_text(ctx, relative, after, bom=bom)
     broken, _ = tests_broken_by(ctx, relative, original)
     if broken:
         ctx.store.write(relative, original)
-        return _refused(state, issue, "it breaks the tests " + ", ".join(broken[:3]))
+        problem = "it breaks the tests " + ", ".join(broken[:3])
+        return _refused(state, issue, problem, proposed)
     state.complaint = ""
     done = {"code": rule, "line": row, "start": start, "end": end}
-    state.rewritten.append(done)
+    state.rewritten.append({**done, **proposed})
     return {
         "rewritten": True,
         "problem": "",
@@ -215,9 +226,15 @@ def lint_rewrite(
     }
 
 
-def _refused(state: ModelAttempts, issue: dict[str, Any], problem: str) -> dict[str, Any]:
+def _refused(
+    state: ModelAttempts, issue: dict[str, Any], problem: str, proposed: dict[str, str]
+) -> dict[str, Any]:
+    """Nothing written: the complaint the model sees next, and the refusal in the job's
+    details with the lines shown (``before``) and the model's rewrite (``after``)."""
     state.complaint = problem
-    state.refused.append({"code": issue["code"], "line": issue["line"], "problem": problem})
+    state.refused.append(
+        {"code": issue["code"], "line": issue["line"], "problem": problem, **proposed}
+    )
     return {"rewritten": False, "problem": problem, "diff": "", "code": issue["code"]}
 
 
