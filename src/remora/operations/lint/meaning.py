@@ -11,9 +11,12 @@ tree before, once the one change the rule asks for is undone on both sides
 code may change:
 
 B904        a ``from`` cause added to a ``raise`` (nothing else of the statement).
-E711, E712, E714, E721, F632
+E711, E714, F632
             ``==``/``!=`` against ``is``/``is not``; and ``not x is y`` against
             ``x is not y`` (the same expression in Python's grammar).
+E712        also ``x == True`` against ``x`` and ``x == False`` against ``not x``.
+E721        also ``type(x) == T`` against ``isinstance(x, T)`` (what the rule suggests;
+            it differs for subclasses of T, which the tests then decide).
 E713        ``not x in y`` against ``x not in y``.
 E722        a bare ``except:`` against ``except Exception:`` or ``except BaseException:``.
 E731        ``f = lambda args: expr`` against ``def f(args): return expr``.
@@ -77,6 +80,49 @@ class _Equalities(_Negations):
         return node
 
 
+class _TruthTests(_Equalities):
+    """``x == True`` (or ``is True``) as ``x``, ``x == False`` as ``not x``, and their
+    negations: the condition the rule asks for."""
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        found = super().visit_Compare(node)
+        if not (
+            isinstance(found, ast.Compare)
+            and len(found.ops) == 1
+            and isinstance(found.comparators[0], ast.Constant)
+            and isinstance(found.comparators[0].value, bool)
+        ):
+            return found
+        truth = found.comparators[0].value is isinstance(found.ops[0], ast.Eq)
+        return found.left if truth else ast.UnaryOp(op=ast.Not(), operand=found.left)
+
+
+class _TypeChecks(_Equalities):
+    """``type(x) == T`` (or ``is T``) as ``isinstance(x, T)``, ``!=`` as its negation."""
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        found = super().visit_Compare(node)
+        if not (
+            isinstance(found, ast.Compare)
+            and len(found.ops) == 1
+            and isinstance(found.ops[0], ast.Eq | ast.NotEq)
+            and isinstance(found.left, ast.Call)
+            and isinstance(found.left.func, ast.Name)
+            and found.left.func.id == "type"
+            and len(found.left.args) == 1
+            and not found.left.keywords
+        ):
+            return found
+        check = ast.Call(
+            func=ast.Name(id="isinstance", ctx=ast.Load()),
+            args=[found.left.args[0], found.comparators[0]],
+            keywords=[],
+        )
+        if isinstance(found.ops[0], ast.Eq):
+            return check
+        return ast.UnaryOp(op=ast.Not(), operand=check)
+
+
 class _BareExcept(ast.NodeTransformer):
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> ast.AST:
         self.generic_visit(node)
@@ -122,10 +168,10 @@ def _with(transformer: type[ast.NodeTransformer]) -> Normalizer:
 NORMALIZERS: Mapping[str, Normalizer] = {
     "B904": _with(_NoCause),
     "E711": _with(_Equalities),
-    "E712": _with(_Equalities),
+    "E712": _with(_TruthTests),
     "E713": _with(_Negations),
     "E714": _with(_Equalities),
-    "E721": _with(_Equalities),
+    "E721": _with(_TypeChecks),
     "F632": _with(_Equalities),
     "E722": _with(_BareExcept),
     "E731": _with(_LambdaAsDef),
@@ -141,10 +187,10 @@ rule's own change."""
 ALLOWED: Mapping[str, str] = {
     "B904": "only a `from` cause may be added to the raise",
     "E711": "only `==`/`!=` may become `is`/`is not`",
-    "E712": "only `==`/`!=` may become `is`/`is not`",
+    "E712": "only the comparison with True or False may become `is` or the condition",
     "E713": "only `not x in y` may become `x not in y`",
     "E714": "only `not x is y` may become `x is not y`",
-    "E721": "only `==`/`!=` may become `is`/`is not`",
+    "E721": "only the type comparison may become `is` or `isinstance`",
     "F632": "only `is`/`is not` may become `==`/`!=`",
     "E722": "only `except:` may become `except Exception:`",
     "E731": "only the lambda assignment may become a def returning the same expression",
