@@ -763,8 +763,8 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
             {**_constants(ast.Module(target.func.body, [])), **target.constants},
         )
         + ([_Expr(_CALLABLES_BY_ARITY[1][0])] if _tested_callable(param.name, target.func) else [])
-        + _formatted_strings(param.name, target.func, target.patterns)
-        + written,
+        + written
+        + _formatted_strings(param.name, target.func, target.patterns),
         "shape": _item_shapes(param.name, target.func)
         or _instances(param.name, target)
         or _class_lists(param.name, target),
