@@ -217,3 +217,11 @@ def test_host_fixtures_of_parse_due_date_return_dates(shop: Path) -> None:
     assert "raises" not in by_args['["2024-03-15"]']
     assert "raises" not in by_args['["15/03/2024"]']
     assert by_args['["a"]']["raises"]["type"] == "ValueError"
+
+
+def test_two_parameters_compared_with_each_other_are_not_sentinels() -> None:
+    """``from_currency == to_currency`` passed None to both: the currencies stay codes."""
+    source = (SHOPDESK / "shopdesk" / "pricing.py").read_text(encoding="utf-8")
+    cases = texts(source, "convert")
+    assert cases[:2] == ["0, 'GBP', 'GBP'", "1000, 'GBP', 'GBP'"]
+    assert not any("None" in case for case in cases)

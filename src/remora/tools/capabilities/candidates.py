@@ -877,10 +877,13 @@ def _body_literals(name: str, func: _FuncDef, constants: Mapping[str, list[Any]]
     the keys or items of a module constant it looks ``name`` up in."""
     values: list[Any] = []
     keys: list[str] = []
+    params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
     for node in ast.walk(func):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             for left, op, right in zip(operands, node.ops, operands[1:], strict=False):
+                if {_name_of(left), _name_of(right)} <= params:
+                    continue  # ``from_currency == to_currency``: no sentinel, no literal
                 if _is_name(left, name):
                     values += _compared(op, right, mirrored=False)
                     if isinstance(right, ast.Name) and isinstance(op, ast.In | ast.NotIn):
@@ -1130,6 +1133,10 @@ def _compared(op: ast.cmpop, other: ast.expr, mirrored: bool) -> list[Any]:
     if isinstance(op, ast.Gt | ast.LtE):
         return [value, value + 1]
     return [value]
+
+
+def _name_of(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else ""
 
 
 def _is_name(node: ast.expr, name: str) -> bool:
