@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from remora.errors import ToolError
+from remora.operations.lint.capabilities import model_attempts
 from remora.operations.lint.residue import (
     MODEL_CODES,
     fitted,
@@ -107,3 +108,36 @@ def test_a_kept_rewrite_is_written_with_its_diff(root: Path) -> None:
     assert "    if value is None:\n        return total\n" in (
         ctx.store.read("pkg/box.py").decode()
     )
+
+
+TWIN_RAISES = """def first(value):
+    try:
+        return int(value)
+    except ValueError:
+        raise TypeError("not a number")
+
+
+def second(value):
+    try:
+        return float(value)
+    except ValueError:
+        raise TypeError("not a number")
+"""
+
+
+def test_two_issues_on_lines_of_the_same_text_are_counted_as_two(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "proj", {"pkg/__init__.py": "", "pkg/conv.py": TWIN_RAISES})
+    ctx = capability_context(root)
+    chained = 'raise TypeError("not a number") from None'
+    assert lint_rewrite(ctx, "pkg/conv.py", "B904", 12, chained)["rewritten"] is True
+    # What the embedded model wrote for B904 on sqlparse: ruff is clean, the raise is gone.
+    dropped = lint_rewrite(ctx, "pkg/conv.py", "B904", 5, "None")
+    assert dropped["rewritten"] is False
+    assert dropped["problem"] == (
+        "it changes the code beyond what B904 asks (only a `from` cause may be added to the raise)"
+    )
+    assert lint_rewrite(ctx, "pkg/conv.py", "B904", 5, chained)["rewritten"] is True
+    assert ctx.store.read("pkg/conv.py").decode().count(" from None\n") == 2
+    state = model_attempts(ctx)
+    assert state.counts() == {"model_asked": 2, "model_kept": 2, "model_refused": 1}
+    assert state.account()["model_asked"] == {"B904": 2}

@@ -314,11 +314,14 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
 
 @dataclass
 class ModelAttempts:
-    """The model's rewrites in one job (:mod:`.residue`): per issue (code, text of its
-    line) how often it was asked, the rewrites kept, those refused and the last complaint.
+    """The model's rewrites in one job (:mod:`.residue`): per issue how often it was
+    asked, the rewrites kept, those refused and the last complaint.
     Its account gives the issues asked per code."""
 
-    tries: dict[tuple[str, str], int] = field(default_factory=dict)
+    tries: dict[tuple[str, int, str], int] = field(default_factory=dict)
+    """Attempts per issue, by code, line and the line's text (two issues may share a
+    line's text; the residue is asked last line first and a refused rewrite writes
+    nothing, so the line of an issue still to ask does not move)."""
     rewritten: list[dict[str, Any]] = field(default_factory=list)
     refused: list[dict[str, Any]] = field(default_factory=list)
     complaint: str = ""
@@ -330,7 +333,7 @@ class ModelAttempts:
     def account(self) -> dict[str, Any]:
         """The job's details: issues asked, rewrites kept and refused."""
         return {
-            "model_asked": dict(Counter(code for code, _ in self.tries)),
+            "model_asked": dict(Counter(code for code, _, _ in self.tries)),
             "model_rewrites": list(self.rewritten),
             "model_refused": list(self.refused),
         }

@@ -74,6 +74,12 @@ def involved_lines(text: str, line: int) -> tuple[int, int] | None:
     return best
 
 
+def _key(issue: dict[str, Any], lines: list[str]) -> tuple[str, int, str]:
+    """An issue of the residue: its code, line and the line's text."""
+    code, text = issue_key(issue, lines)
+    return code, issue["line"], text
+
+
 def _askable(
     ctx: CapabilityContext, text: str, issues: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -85,7 +91,7 @@ def _askable(
     for issue in sorted(issues, key=lambda item: (-item["line"], item["code"])):
         if issue["fix"] != "manual" or issue["code"] not in MODEL_CODES:
             continue
-        if state.tries.get(issue_key(issue, lines), 0) >= MAX_ATTEMPTS:
+        if state.tries.get(_key(issue, lines), 0) >= MAX_ATTEMPTS:
             continue
         span = involved_lines(text, issue["line"])
         if span is None or span[1] - span[0] + 1 > MAX_LINES:
@@ -190,7 +196,7 @@ def lint_rewrite(
             )
         issue = askable[0]
         lines = before.splitlines()
-        key = issue_key(issue, lines)
+        key = _key(issue, lines)
         state.tries[key] = state.tries.get(key, 0) + 1
         start, end = issue["start"], issue["end"]
         shown = "\n".join(lines[start - 1 : end])
