@@ -16,7 +16,9 @@ from remora.operations.lint.residue import (
     lint_ask,
     lint_residue,
     lint_rewrite,
+    package_tests,
 )
+from remora.tools.capabilities.project import module_tests
 from tests.stores import capability_context, write_tree
 
 SOURCE = """class Box:
@@ -141,3 +143,50 @@ def test_two_issues_on_lines_of_the_same_text_are_counted_as_two(tmp_path: Path)
     state = model_attempts(ctx)
     assert state.counts() == {"model_asked": 2, "model_kept": 2, "model_refused": 1}
     assert state.account()["model_asked"] == {"B904": 2}
+
+
+EQUALS_NONE = """class Point:
+    def __eq__(self, other):
+        return isinstance(other, Point)
+
+
+def describe(point):
+    if point == None:
+        return "nothing"
+    return "a point"
+"""
+THROUGH_THE_PACKAGE = """import pkg
+
+
+class Nothing:
+    def __eq__(self, other):
+        return other is None
+
+
+def test_nothing():
+    assert pkg.describe(Nothing()) == "nothing"
+"""
+
+
+def test_a_rewrite_is_tested_by_the_tests_that_reach_the_module_through_its_package(
+    tmp_path: Path,
+) -> None:
+    # tests/test_api.py never names pkg.shapes (as sqlparse's test_format.py never names
+    # sqlparse.formatter): the module's own tests alone would not run it.
+    root = write_tree(
+        tmp_path / "proj",
+        {
+            "pkg/__init__.py": "from pkg.shapes import describe\n",
+            "pkg/shapes.py": EQUALS_NONE,
+            "tests/test_api.py": THROUGH_THE_PACKAGE,
+            "tests/test_other.py": "def test_nothing_imported():\n    assert True\n",
+        },
+    )
+    ctx = capability_context(root)
+    assert module_tests(ctx, "pkg/shapes.py") == []
+    assert package_tests(ctx, "pkg/shapes.py") == ["tests/test_api.py"]
+    # The rule's own change, `is None`, differs for a caller's object equal to None.
+    done = lint_rewrite(ctx, "pkg/shapes.py", "E711", 7, "if point is None:")
+    assert done["rewritten"] is False
+    assert done["problem"] == "it breaks the tests tests/test_api.py::test_nothing"
+    assert ctx.store.changed_paths() == []

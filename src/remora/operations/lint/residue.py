@@ -1,16 +1,16 @@
 """The lint agent's one model decision: the issues no tool may fix (the manual residue).
 
-After the host has applied every fix it can verify, the model is shown one manual issue at
-a time: its code and message, why no tool may fix it, and the lines involved (the
-statement, or a compound statement's header). It answers with those lines rewritten. The
-rewrite is kept only when it is verified like every fix (the file parses, the issue is
-gone, no new issue, no suppression comment), changes nothing but what the rule asks (the
-module's syntax tree is the same once that change is undone, :mod:`.meaning`: ruff alone
-accepted ``None`` for ``raise Error(...)``) and the project's tests that import the module
-still pass; otherwise nothing is written and the model may try once more with the
-complaint in front of it. Only codes whose fix stays within the lines shown and can be
-checked that way are asked about (:data:`MODEL_CODES`); a rename across a scope (E741,
-B007), a moved default (B006) or an import (F401, F403, F811, F821) is left for the
+After the host has applied every fix it can verify, the model is shown one manual issue at a
+time: its code and message, why no tool may fix it, and the lines involved (the statement,
+or a compound statement's header). It answers with those lines rewritten. The rewrite is
+kept only when it is verified like every fix (the file parses, the issue is gone, no new
+issue, no suppression comment), changes nothing but what the rule asks (the module's syntax
+tree is the same once that change is undone, :mod:`.meaning`: ruff alone accepted ``None``
+for ``raise Error(...)``) and the project's tests that import the module or its package
+(:func:`package_tests`) still pass; otherwise nothing is written and the model may try once
+more with the complaint in front of it. Only codes whose fix stays within the lines shown
+and can be checked that way are asked about (:data:`MODEL_CODES`); a rename across a scope
+(E741, B007), a moved default (B006) or an import (F401, F403, F811, F821) is left for the
 person.
 
 Codes: TOOL_302 the issue is not the one asked about.
@@ -33,10 +33,22 @@ from remora.operations.lint.capabilities import (
 )
 from remora.operations.lint.meaning import NORMALIZERS, changed_meaning
 from remora.operations.lint.rules import DEFAULT_RULES
+from remora.tools.capabilities.project import (
+    MAX_TEST_FILES,
+    is_test_file,
+    module_names,
+    module_tests,
+)
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.regressions import tests_broken_by
 from remora.tools.capabilities.ruff import apply_edits, fix_allowed, read_python, single_code
-from remora.tools.capabilities.store_io import bounded_diff, store_read, write_text
+from remora.tools.capabilities.store_io import (
+    bounded_diff,
+    scan_text,
+    store_read,
+    walk_files,
+    write_text,
+)
 from remora.tools.capabilities.values import as_int
 
 LEFT_TO_THE_PERSON = frozenset({"E741", "B006", "F401", "F403", "F811", "F821"})
@@ -158,6 +170,29 @@ def _candidate(text: str, issue: dict[str, Any], raw: list[dict[str, Any]]) -> s
     return "\n".join(lines) if lines and tail >= 0 else None
 
 
+def package_tests(ctx: CapabilityContext, relative: str) -> list[str]:
+    """The tests a model's rewrite of ``relative`` must not break: those that import the
+    module, then those that import its top-level package (at most
+    :data:`~remora.tools.capabilities.project.MAX_TEST_FILES` files). A package's tests
+    often reach a module only through the package: sqlparse's ``tests/test_format.py``
+    imports ``sqlparse``, never ``sqlparse.formatter``."""
+    found = module_tests(ctx, relative)
+    names = module_names(relative)
+    if not names or "." not in names[0]:
+        return found
+    top = re.escape(names[0].split(".")[0])
+    imports = re.compile(rf"^\s*(?:import|from)\s+{top}(?:\s|\.|$|,)", re.MULTILINE)
+    for candidate in walk_files(ctx, "", (".py",)):
+        if len(found) >= MAX_TEST_FILES:
+            break
+        if candidate in found or not is_test_file(candidate):
+            continue
+        source = scan_text(ctx, candidate)
+        if source is not None and imports.search(source):
+            found.append(candidate)
+    return found
+
+
 def fitted(original: list[str], proposed: str) -> list[str]:
     """The model's rewrite as lines indented like ``original``: a code fence or the
     backticks around one line stripped, its own common indentation replaced by that of the
@@ -216,7 +251,7 @@ def lint_rewrite(
         return _refused(state, issue, changed, proposed)
     original = store_read(ctx, relative)
     write_text(ctx, relative, after, bom=bom)
-    broken, _ = tests_broken_by(ctx, relative, original)
+    broken, _ = tests_broken_by(ctx, relative, original, package_tests(ctx, relative))
     if broken:
         ctx.store.write(relative, original)
         problem = "it breaks the tests " + ", ".join(broken[:3])
