@@ -28,7 +28,7 @@ def next_call(payload: dict[str, Any]) -> dict[str, Any]:
     name = next(step for step in DOCSTRING_STEPS if step not in done)
     arguments: dict[str, Any] = {}
     if name == "write_docstring":
-        arguments = {"summary": "Compute the result from the given values."}
+        arguments = {"summary": "Combine the values into a total."}
     if name == "submit_result":
         arguments = {"summary": "Wrote the docstring.", "status": "success"}
     return {"name": name, "arguments": json.dumps(arguments)}

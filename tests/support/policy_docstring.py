@@ -19,7 +19,7 @@ from remora.operations.docstring.expert import original_descriptions
 from remora.testing import call
 from tests.support.eval_context import EVAL_PACKAGE
 
-FALLBACK = "Compute the result from the given values."
+FALLBACK = "Combine the values into a total."
 _NODE = re.compile(r"`([^`]+)` in \S+:")
 
 

@@ -72,6 +72,13 @@ class RemoraFigures(BaseModel):
     model_share: float | None = Field(
         default=None, description="model_s over the jobs' own wall time (None without jobs)."
     )
+    tokens_per_job: float | None = Field(
+        default=None,
+        description="Prompt tokens evaluated (not cached) plus completion tokens, per job: "
+        "what the model was made to do, sampled candidates included.",
+    )
+    candidates: int = Field(default=0, description="Answers given at screened decisions.")
+    candidates_passed: int = Field(default=0, description="Of those, accepted by the screen.")
     error: str | None = None
 
 
@@ -145,6 +152,8 @@ REMORA_HEADERS = [
     "mean turns",
     "call validity",
     "model time",
+    "tokens/job",
+    "candidates passed",
 ]
 
 
@@ -159,6 +168,8 @@ def remora_rows(report: OperationReport) -> list[list[str]]:
             format_value(figures.mean_turns, "number"),
             format_value(figures.call_validity, "rate"),
             format_value(figures.model_share, "rate"),
+            format_value(figures.tokens_per_job, "number"),
+            f"{figures.candidates_passed} / {figures.candidates}" if figures.candidates else "-",
         ]
         for figures in report.remora
     ]

@@ -90,6 +90,17 @@ class RemoraRun:
             call_validity=valid / (valid + invalid) if valid + invalid else None,
             model_s=model_s,
             model_share=min(model_s / own_s, 1.0) if own_s > 0 else (0.0 if jobs else None),
+            tokens_per_job=(
+                sum(
+                    t.prompt_tokens - t.cached_prompt_tokens + t.completion_tokens
+                    for t in telemetry
+                )
+                / len(jobs)
+                if jobs
+                else None
+            ),
+            candidates=sum(t.candidates for t in telemetry),
+            candidates_passed=sum(t.candidates_passed for t in telemetry),
             error=self.error,
         )
 

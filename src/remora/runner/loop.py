@@ -350,10 +350,11 @@ class AgentLoop:
                 )
             except RemoraError as exc:
                 verdict = ToolResult.failure(exc.render())
+            said = json.dumps(call.arguments, ensure_ascii=False)
             if verdict.outcome == "error":
-                verdicts.append(f"refused: {verdict.summary}")
+                verdicts.append(f"{said} refused: {verdict.summary}")
                 continue
-            verdicts.append("passed")
+            verdicts.append(f"{said} passed")
             passed.append((answer, call_words(call.arguments)))
         telemetry.candidates_passed += len(passed)
         chosen = passed[most_agreed([words for _, words in passed])][0] if passed else response
