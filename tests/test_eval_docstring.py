@@ -18,6 +18,7 @@ from remora.operations.docstring.evaluation import (
     BASELINE,
     FIXED_STEPS,
     HOST_ONLY,
+    ONE_ANSWER,
     REFERENCE,
     REMORA,
     Chosen,
@@ -187,7 +188,7 @@ def test_host_only_writes_no_words_of_its_own(
     # Without the model no summary is written: one made from the name says nothing.
     assert values["coverage"] == 0.0
     assert values["described"] == 0.0 and values["filler"] == 0
-    host, _, _ = report.remora
+    host, _, _, _ = report.remora
     assert host.variant == HOST_ONLY and host.mean_turns == 0.0
     assert host.statuses == {"failed": LIMIT}
     for item in _functions(report):
@@ -196,8 +197,12 @@ def test_host_only_writes_no_words_of_its_own(
 
 def test_remora_figures_and_progress(written: tuple[OperationReport, RecordingProgress]) -> None:
     report, progress = written
-    _, figures, _ = report.remora
+    _, figures, _, one = report.remora
     assert figures.variant == REMORA
+    # The scripted model is sure of its answers: each screened summary is one candidate,
+    # four times, and the one-answer row asks once.
+    assert figures.candidates == 4 * figures.candidates_passed > 0
+    assert one.variant == ONE_ANSWER and one.candidates == 0
     assert figures.jobs == LIMIT
     assert sum(figures.statuses.values()) == LIMIT
     assert set(figures.statuses) <= {"success", "partial"}
@@ -205,8 +210,8 @@ def test_remora_figures_and_progress(written: tuple[OperationReport, RecordingPr
     assert figures.call_validity == 1.0 and figures.invalid_calls == 0
     assert figures.jobs_per_min is not None and figures.jobs_per_min > 0
     totals = [total for op, total, _, _ in progress.updates if total is not None]
-    assert totals[-1] == FIXED_STEPS + 3 * LIMIT
-    assert progress.advanced("docstring") == FIXED_STEPS + 3 * LIMIT
+    assert totals[-1] == FIXED_STEPS + 4 * LIMIT
+    assert progress.advanced("docstring") == FIXED_STEPS + 4 * LIMIT
     described = [text for _, _, _, text in progress.updates if text]
     finished = [
         t for t in described if t.startswith("remora: ") and t.endswith(("success", "partial"))
@@ -241,7 +246,7 @@ def test_when_remora_cannot_run_its_row_says_why(tmp_path: Path) -> None:
     report = evaluate(ctx)
     remora = _score(report, REMORA)
     assert remora.values == {} and remora.error
-    assert [figures.jobs for figures in report.remora] == [0, 0, 0]
+    assert [figures.jobs for figures in report.remora] == [0, 0, 0, 0]
     assert _score(report, BASELINE).values["coverage"] == 1.0
     totals = [total for _, total, _, _ in progress.updates if total is not None]
     assert totals[-1] == progress.advanced("docstring") == FIXED_STEPS

@@ -30,7 +30,11 @@ Rows, each measured the same way on its own copy:
   same decision points, without the agent's adapter, so an adapter shows what it adds
   (the model's descriptions are measured by running the whole evaluation with
   ``--set operations.docstring.options.describe=true``); left out, with a note, when the
-  agent runs without an adapter and the rows are not named (it would repeat remora's run).
+  agent runs without an adapter and the rows are not named (it would repeat remora's run);
+* remora (one answer, no examples): the same as remora with ``runner.candidates=1`` and
+  ``operations.docstring.options.similar_examples=false``: the adapter's one greedy summary
+  without summaries of similar code in its prompt, as before either was there, so the two
+  show what they add and what they cost (jobs per minute, tokens per job).
 
 Columns. Everything but public coverage is over the chosen functions, and a function
 without a docstring fails every check (similarities 0):
@@ -130,6 +134,7 @@ BASELINE = "name summary"
 REMORA = ADAPTER_ROW
 HOST_ONLY = HOST_ONLY_ROW
 BASE_MODEL = BASE_MODEL_ROW
+ONE_ANSWER = "remora (one answer, no examples)"
 REMORA_SETS = (
     "operations.docstring.options.missing_only=true",
     "discovery.node_types=[function]",
@@ -141,10 +146,19 @@ VARIANTS = (
     (HOST_ONLY, (*REMORA_SETS, "operations.docstring.options.use_model=false"), "host-only"),
     (REMORA, REMORA_SETS, "remora"),
     (BASE_MODEL, (*REMORA_SETS, BASE_MODEL_SETTING), "base-model"),
+    (
+        ONE_ANSWER,
+        (
+            *REMORA_SETS,
+            "runner.candidates=1",
+            "operations.docstring.options.similar_examples=false",
+        ),
+        "one-answer",
+    ),
 )
 """Remora's rows: the host alone, the default (the model with its adapter writes the
-summary) and the base model without the adapter; their names, settings and scratch
-folders."""
+summary, several candidates screened), the base model without the adapter and the
+adapter's one greedy answer; their names, settings and scratch folders."""
 CHECK_TIMEOUT_S = 300.0
 SHARED_STEPS = 6  # strip, observe, measure the originals, write and measure the baseline, meaning
 FIXED_STEPS = SHARED_STEPS + len(VARIANTS)  # and measuring each row's docstrings
