@@ -225,3 +225,19 @@ def test_two_parameters_compared_with_each_other_are_not_sentinels() -> None:
     cases = texts(source, "convert")
     assert cases[:2] == ["0, 'GBP', 'GBP'", "1000, 'GBP', 'GBP'"]
     assert not any("None" in case for case in cases)
+
+
+def test_a_path_parameter_gets_a_data_file_of_the_project(shop: Path) -> None:
+    """``invoice_total('example.txt')`` pinned a FileNotFoundError; the project has an
+    invoice export of the extension the module names (``.csv``)."""
+    outcome = run_operation(
+        shop,
+        "test",
+        "shopdesk/invoices.py",
+        [],
+        qualname="invoice_total",
+        options={"model_inputs": False},
+    )
+    assert outcome.result.status == "success", outcome.result
+    text = outcome.changed[outcome.result.details["test_file"]]
+    assert 'invoice_total("invoices/INV-00042_acme-ltd.csv") == 223.9' in text

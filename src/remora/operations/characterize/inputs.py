@@ -39,7 +39,7 @@ from remora.tools.capabilities.arguments import (
     parse_case,
     public_names,
 )
-from remora.tools.capabilities.candidates import candidate_inputs
+from remora.tools.capabilities.candidates import DATA_SUFFIXES, candidate_inputs
 from remora.tools.capabilities.observe import CASE_TIMEOUT, observe_in, observe_request
 from remora.tools.capabilities.registry import CapabilityContext, capability
 from remora.tools.capabilities.signature import describe, method_kind, resolve
@@ -298,9 +298,12 @@ def host_cases(ctx: CapabilityContext, target: Target) -> list[tuple[Case, str, 
         return list(job.host[1])
     project = _project_sources(ctx, target)
     withheld = set((ctx.system.get("options") or {}).get("withhold_cases") or ())
+    files = _data_files(ctx)
     found = [
         candidate
-        for candidate in candidate_inputs(target.source, target.qualname, project, HOST_LIMIT)
+        for candidate in candidate_inputs(
+            target.source, target.qualname, project, HOST_LIMIT, files=files
+        )
         if candidate.case.text not in withheld
     ]
     receivers = receivers_for(target, project) if target.needs_receiver else [None]
@@ -309,6 +312,21 @@ def host_cases(ctx: CapabilityContext, target: Target) -> list[tuple[Case, str, 
         cases += [(found[0].case, "receiver", other) for other in receivers[1:]]
     job.host = (target.source, cases)
     return list(cases)
+
+
+_DATA_FILES = 50
+
+
+def _data_files(ctx: CapabilityContext) -> list[str]:
+    """Up to 50 of the project's data files (CSV, JSON, text...), outside Remora's own
+    ``fixtures/``: a path parameter is given one the project has (an invoice export), not a
+    name no file has."""
+    found = [
+        path
+        for path in walk_files(ctx, "", DATA_SUFFIXES)
+        if not path.startswith(("fixtures/", "tests/")) and "/fixtures/" not in path
+    ]
+    return found[:_DATA_FILES]
 
 
 def _returned_args(ctx: CapabilityContext, target: Target) -> list[str]:
@@ -512,7 +530,12 @@ def run_cases(
         observe_request(index, case, receiver) for index, (case, _, receiver) in enumerate(planned)
     ]
     call_args = _returned_args(ctx, target)
+    named = [f for f in _data_files(ctx) if any(f in case.text for case, _, _ in planned)]
     with project_sandbox(ctx.store, ctx.config, harvest=False) as box:
+        for request, (case, _, _) in zip(cases, planned, strict=True):
+            # a project file the case names is copied into the case's own directory, where
+            # it is called, at the path the test names it by from the project's root
+            request["copy"] = [[str(box.root / f), f] for f in named if f in case.text]
         lines = [span.first, span.last]
         first = _run_all(ctx, box, target, cases, lines, seed="1", call_args=call_args)
         again = [c for c in cases if "returned" in first.get(c["id"], {})]

@@ -34,6 +34,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import sys
 import time
@@ -518,6 +519,49 @@ def state_change(
     return changed
 
 
+def copy_named_files(pairs: list[list[str]], workdir: Path) -> dict[str, str]:
+    """Copy each project file a case names (``[source, relative path]``) into the case's
+    working directory at that relative path, so that the case finds it where its test, run
+    from the project's root, does; a copy, never a link the case could write through. The
+    directory's state after copying (see :func:`_tree_state`): a call that changes it wrote
+    files (a copy it changed too: its test, run from the project's root, must not)."""
+    for source, relative in pairs:
+        parts = Path(relative).parts
+        if Path(relative).is_absolute() or ".." in parts or not parts:
+            continue
+        destination = workdir.joinpath(*parts)
+        try:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
+        except OSError:
+            continue
+    return _tree_state(workdir)
+
+
+_DIGEST_LIMIT = 1 << 20
+"""Files up to this size are compared by content, larger ones by size."""
+
+
+def _tree_state(directory: Path) -> dict[str, str]:
+    """Every path under ``directory`` with a digest of each file's bytes ("" for a
+    directory or what cannot be read)."""
+    state: dict[str, str] = {}
+    for path in sorted(directory.rglob("*")):
+        digest = ""
+        if path.is_file() and not path.is_symlink():
+            try:
+                size = path.stat().st_size
+                digest = (
+                    hashlib.sha256(path.read_bytes()).hexdigest()
+                    if size <= _DIGEST_LIMIT
+                    else f"size:{size}"
+                )
+            except OSError:
+                digest = "?"
+        state[str(path.relative_to(directory))] = digest
+    return state
+
+
 def observe_case(
     case: dict[str, Any],
     target: Any,
@@ -536,6 +580,7 @@ def observe_case(
     tracer = make_tracer(request["file"], request["span"], arcs)
     workdir = Path(request["cwd"]) / (f"case-{case['id']}" + (f"-again-{again}" if again else ""))
     workdir.mkdir(parents=True, exist_ok=True)
+    copied = copy_named_files(case.get("copy") or [], workdir)
     os.chdir(workdir)
     stdout = io.StringIO()
     outside: list[str] = []
@@ -592,7 +637,7 @@ def observe_case(
     record["stdout"] = stdout.getvalue()[:STDOUT_LIMIT]
     record["stdout_truncated"] = len(stdout.getvalue()) > STDOUT_LIMIT
     record["arcs"] = sorted(arcs)
-    record["wrote_files"] = any(workdir.iterdir())
+    record["wrote_files"] = _tree_state(workdir) != copied
     if outside:
         record["wrote_outside"] = list(outside)
     return record, data

@@ -36,8 +36,9 @@ import copy
 import itertools
 import keyword
 import math
+import posixpath
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -122,6 +123,8 @@ class _Target:
     a parameter whose attributes the body reads gets an instance of a class that has them."""
     module_doc: str = ""
     """The module's docstring: its ``>>>`` examples of the function are examples too."""
+    files: tuple[str, ...] = ()
+    """The project's data files whose extension the module names, for path parameters."""
     siblings: Mapping[str, list[tuple[str, Any]]] = field(default_factory=dict)
     """Values the ``>>>`` examples of the module (its docstring, its functions') pass to
     a parameter of each name, whatever the function: ``is_valid(number)`` takes what
@@ -132,10 +135,19 @@ class _Target:
 
 
 def candidate_inputs(
-    source: str, qualname: str, project: Mapping[str, str] | None = None, limit: int = 12
+    source: str,
+    qualname: str,
+    project: Mapping[str, str] | None = None,
+    limit: int = 12,
+    files: Sequence[str] = (),
 ) -> list[Candidate]:
-    """Candidates for ``qualname`` in ``source``, most trusted first, deduplicated."""
+    """Candidates for ``qualname`` in ``source``, most trusted first, deduplicated.
+
+    ``files``: the project's data files (relative paths); a parameter named like a path
+    takes those whose extension the module names (``'.csv'``)."""
     target = _find(source, qualname)
+    if files:
+        target = replace(target, files=_named_files(source, files))
     allowed = module_scope(source)
     found: list[Candidate] = []
     people: list[Candidate] = []
@@ -755,6 +767,8 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
     written = _docstring_strings(target).get(param.name, [])
     others = [v for f, v in target.siblings.get(param.name, []) if f != target.name]
     written = _unique(written + others[:3])
+    if _is_path_name(param.name):
+        written += list(target.files[:2])
     pools: dict[str, list[Any]] = {
         "default": [not param.default] if isinstance(param.default, bool) else [],
         "literal": _body_literals(
@@ -1623,6 +1637,24 @@ def _sibling_values(tree: ast.Module) -> dict[str, list[tuple[str, Any]]]:
                         if (func.name, value) not in found[name]:
                             found[name].append((func.name, value))
     return found
+
+
+DATA_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".txt", ".xml", ".yaml", ".yml", ".ini", ".log")
+"""Extensions of the data files a path parameter may be given."""
+_PATH_NAMES = {"path", "filename", "file", "filepath", "fname", "source", "src"}
+
+
+def _is_path_name(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in _PATH_NAMES or lowered.endswith(("_path", "_file", "_filename"))
+
+
+def _named_files(source: str, files: Sequence[str]) -> tuple[str, ...]:
+    """The files whose extension a string in the module names (``r'\\.csv$'``,
+    ``'.csv'``), shortest path first."""
+    named = {f".{ext.lower()}" for ext in re.findall(r"\\?\.([A-Za-z]{2,5})\b", source)}
+    wanted = [f for f in files if posixpath.splitext(f)[1].lower() in named & set(DATA_SUFFIXES)]
+    return tuple(sorted(wanted, key=lambda f: (f.count("/"), len(f), f)))
 
 
 def _named_constants(name: str, constants: Mapping[str, list[Any]]) -> list[Any]:
