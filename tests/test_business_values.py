@@ -241,3 +241,11 @@ def test_a_path_parameter_gets_a_data_file_of_the_project(shop: Path) -> None:
     assert outcome.result.status == "success", outcome.result
     text = outcome.changed[outcome.result.details["test_file"]]
     assert 'invoice_total("invoices/INV-00042_acme-ltd.csv") == 223.9' in text
+
+
+def test_a_number_named_parameter_takes_no_quoted_result() -> None:
+    """``format_price(amount)``'s docstring quotes what it returns ('£1,234.50'), which
+    raised an ArithmeticError as an amount; ``to_money``'s quotes a numeral it takes."""
+    source = (SHOPDESK / "shopdesk" / "pricing.py").read_text(encoding="utf-8")
+    assert not any("£" in case for case in texts(source, "format_price"))
+    assert "'12.345'" in texts(source, "to_money")

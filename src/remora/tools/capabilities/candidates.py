@@ -765,6 +765,10 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
     built = target.constructors.get(_type_name(param.annotation) if param.annotation else "")
     person = _unique(_named_constants(param.name, target.constants) + _person_values(param.name))
     written = _docstring_strings(target).get(param.name, [])
+    if _numeric_name(param.name):
+        # ``format_price(amount)`` quotes what it returns ('£1,234.50'), ``to_money``
+        # what it takes ('12.345')
+        written = [w for w in written if _is_numeral(w)]
     others = [v for f, v in target.siblings.get(param.name, []) if f != target.name]
     written = _unique(written + others[:3])
     if _is_path_name(param.name):
@@ -1655,6 +1659,25 @@ def _named_files(source: str, files: Sequence[str]) -> tuple[str, ...]:
     named = {f".{ext.lower()}" for ext in re.findall(r"\\?\.([A-Za-z]{2,5})\b", source)}
     wanted = [f for f in files if posixpath.splitext(f)[1].lower() in named & set(DATA_SUFFIXES)]
     return tuple(sorted(wanted, key=lambda f: (f.count("/"), len(f), f)))
+
+
+def _numeric_name(name: str) -> bool:
+    """Whether the name says the parameter holds a number (``amount``, ``order_total``)."""
+    values, known = _name_values(name)
+    values = _person_values(name) or values
+    return known and bool(values) and all(_is_number(v) for v in values)
+
+
+def _is_numeral(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _named_constants(name: str, constants: Mapping[str, list[Any]]) -> list[Any]:
