@@ -256,3 +256,16 @@ def test_words_the_code_has_are_not_copies_of_an_example(ctx: CapabilityContext)
         examples=["pluralize('word') returns 'words'"],
     )
     assert checked["ok"]
+
+
+def test_plain_words_of_an_examples_strings_are_not_copies(ctx: CapabilityContext) -> None:
+    code = "def camelize(string, uppercase_first_letter=True):\n    return string.title()\n"
+    for summary in ("Convert a string to camel case.", "Camelize the words of a string."):
+        checked = docstring_summary_check(
+            ctx,
+            summary,
+            "camelize",
+            code=code,
+            examples=["camelize('camel_case') returns 'CamelCase'"],
+        )
+        assert checked["ok"], checked

@@ -8,7 +8,7 @@ from typing import Any
 from remora.events import CollectingEmitter
 from remora.model.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
 from remora.runner import LoopSettings, LoopTool, run_agent
-from remora.runner.candidates import call_words, most_agreed, similarity
+from remora.runner.candidates import call_words, choose, most_agreed, similarity
 from remora.testing import ScriptedModel, call
 from remora.tools.result import ToolResult
 
@@ -195,3 +195,47 @@ def test_request_samples_must_be_positive() -> None:
     with pytest.raises(pydantic.ValidationError):
         ModelRequest(messages=[], samples=0)
     assert ToolCall(name="x").arguments == {}
+
+
+def test_a_greedy_answer_the_screen_accepts_is_used_over_agreeing_samples() -> None:
+    greedy = answer("Count the lines.").model_copy(
+        update={
+            "alternatives": [
+                answer("Split the text into words."),
+                answer("Split the text into its words."),
+                answer("Split a text into words."),
+            ]
+        }
+    )
+    tools = Tools()
+    run(ScriptedModel([greedy]), tools, candidates=4)
+    assert tools.written == ["Count the lines."]
+
+
+def test_a_lone_accepted_sample_is_not_used() -> None:
+    greedy = answer("Return the result.").model_copy(
+        update={
+            "alternatives": [
+                answer("Do it twice."),
+                answer("Merge two sorted lists."),
+                answer("Do it twice."),
+            ]
+        }
+    )
+    tools = Tools()
+    run(ScriptedModel([greedy]), tools, candidates=4)
+    # Only one sample passed: one draw's luck; the greedy answer goes on to be refused.
+    assert tools.written == ["Return the result."]
+
+
+def test_choose_needs_support_for_a_sample() -> None:
+    words = [
+        None,
+        call_words({"summary": "Merge sorted lists."}),
+        call_words({"summary": "Count the lines of a file."}),
+    ]
+    assert choose(words) is None
+    words.append(call_words({"summary": "Merge the sorted lists."}))
+    assert choose(words) == 1
+    assert choose([call_words({"summary": "Anything at all."}), None]) == 0
+    assert choose([]) is None

@@ -179,7 +179,8 @@ class RunnerConfig(_Section):
         le=16,
         description="Answers asked of the model at a decision whose tool the host can screen "
         "(the docstring summary): the greedy one and samples, each checked by the host; the "
-        "survivor closest to the others is used. 1 asks for one greedy answer.",
+        "greedy one is used when it passes, else the passing sample closest to the other "
+        "passing ones, when one supports it. 1 asks for one greedy answer.",
     )
     candidate_temperature: float = Field(
         default=0.8, gt=0.0, le=2.0, description="Temperature of the sampled candidates."

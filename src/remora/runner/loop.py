@@ -40,7 +40,7 @@ from remora.model.base import (
     ToolCall,
     ToolSpec,
 )
-from remora.runner.candidates import call_words, most_agreed
+from remora.runner.candidates import call_words, choose
 from remora.runner.catalog import LoopTool, ToolCatalog, ToolInvoker
 from remora.runner.guards import (
     HOST_FINISH,
@@ -310,9 +310,9 @@ class AgentLoop:
         response: ModelResponse,
     ) -> ModelResponse:
         """Among the answers (``response`` and its alternatives; a backend that gives none
-        is asked for the samples one by one), the valid call the host's screen accepts that
-        agrees most with the other accepted ones; the greedy answer when none passes, so
-        its refusal reaches the model as before."""
+        is asked for the samples one by one), the one :func:`~.candidates.choose` picks
+        from those whose call is valid and passes the host's screen; the greedy answer when
+        it picks none, so its refusal reaches the model as before."""
         answers = [response, *response.alternatives]
         if len(answers) < request.samples:
             extra = await self._more_samples(request, request.samples - len(answers))
@@ -325,46 +325,45 @@ class AgentLoop:
             telemetry.completion_tokens += answer.usage.completion_tokens
             telemetry.cached_prompt_tokens += answer.usage.cached_prompt_tokens
         telemetry.candidates += len(answers)
-        passed: list[tuple[ModelResponse, frozenset[str]]] = []
-        seen: set[str] = set()
+        accepted: list[frozenset[str] | None] = []
+        screened: dict[str, ToolResult] = {}
         verdicts: list[str] = []
         for answer in answers:
             parsed = parse_response(answer)
-            if len(parsed.calls) != 1:
-                verdicts.append("no single call")
-                continue
-            check = self.validator.check(parsed.calls[0], allowed)
-            if check.error is not None:
-                verdicts.append("invalid")
+            check = self.validator.check(parsed.calls[0], allowed) if parsed.calls else None
+            if len(parsed.calls) != 1 or check is None or check.error is not None:
+                verdicts.append("no single valid call")
+                accepted.append(None)
                 continue
             call = check.call
             signature = call_signature(call.name, call.arguments)
-            if signature in seen:
-                verdicts.append("same as an earlier one")
-                continue
-            seen.add(signature)
-            assert self.screen is not None
-            try:
-                verdict = await self.screen(
-                    call.name, dict(call.arguments), deadline=self._deadline
-                )
-            except RemoraError as exc:
-                verdict = ToolResult.failure(exc.render())
+            if signature not in screened:
+                screened[signature] = await self._screen(call)
+            verdict = screened[signature]
             said = json.dumps(call.arguments, ensure_ascii=False)
             if verdict.outcome == "error":
                 verdicts.append(f"{said} refused: {verdict.summary}")
+                accepted.append(None)
                 continue
             verdicts.append(f"{said} passed")
-            passed.append((answer, call_words(call.arguments)))
-        telemetry.candidates_passed += len(passed)
-        chosen = passed[most_agreed([words for _, words in passed])][0] if passed else response
+            accepted.append(call_words(call.arguments))
+        telemetry.candidates_passed += sum(words is not None for words in accepted)
+        index = choose(accepted)
+        chosen = answers[index] if index is not None else response
         self._transcript.note(
             turn,
             f"{len(answers)} candidates: "
-            + "; ".join(f"{index}: {verdict}" for index, verdict in enumerate(verdicts))
-            + f"; chosen: {answers.index(chosen)}",
+            + "; ".join(f"{number}: {verdict}" for number, verdict in enumerate(verdicts))
+            + f"; chosen: {index if index is not None else 'none (the greedy one goes on)'}",
         )
         return chosen.model_copy(update={"alternatives": []})
+
+    async def _screen(self, call: ToolCall) -> ToolResult:
+        assert self.screen is not None
+        try:
+            return await self.screen(call.name, dict(call.arguments), deadline=self._deadline)
+        except RemoraError as exc:
+            return ToolResult.failure(exc.render())
 
     async def _more_samples(self, request: ModelRequest, count: int) -> list[ModelResponse] | None:
         """``count`` sampled answers, each its own request (None when cancelled or out of

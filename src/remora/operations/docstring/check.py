@@ -243,22 +243,24 @@ def vague(words: list[str], name: str) -> bool:
 
 
 _QUOTED = re.compile(r"""(?:[rbuf]|rb|br)?(['"])(.*?)(?<!\\)\1""")
-_LETTERS = re.compile(r"[a-z]{3,}")
+_NAMES = re.compile(r"\b[A-Z][a-z]{2,}")
 
 
 def copied_example_words(text: str, examples: Sequence[str], code: str) -> list[str]:
-    """The words of ``text`` that come from the values of the ``examples`` shown (the text
-    of a string argument, or a name an example binds: ``>>> Point = namedlist('Point',
-    ['x', 'y'])``) and from nowhere in the ``code``: a small model copies an example's
-    values into the summary ("Named list of points.") as if the code were about them."""
+    """The words of ``text`` that come from the names the ``examples`` shown make up (a
+    capitalized word of a string argument, or a capitalized name an example binds: ``>>>
+    Point = namedlist('Point', ['x', 'y'])``) and from nowhere in the ``code``: a small
+    model copies such an example's values into the summary ("Named list of points.") as if
+    the code were about them. Plain words of an example's strings are not counted: they
+    name the concept as often as an example ("camel case" for ``camelize('camel_case')``)."""
     shown: set[str] = set()
     for example in examples:
         call = re.split(r" (?:returns|yields|raises) ", example, maxsplit=1)[0]
         for found in _QUOTED.finditer(call):
-            shown.update(_LETTERS.findall(found.group(2).lower()))
-        bound = re.match(r"\s*([A-Za-z_]\w*)\s*=[^=]", call)
+            shown.update(word.lower() for word in _NAMES.findall(found.group(2)))
+        bound = re.match(r"\s*([A-Z]\w*)\s*=[^=]", call)
         if bound:
-            shown.update(_LETTERS.findall(bound.group(1).lower()))
+            shown.update(part.lower() for part in _CAMEL.findall(bound.group(1)))
     if not shown:
         return []
     own = _without_docstrings(code)
@@ -270,7 +272,8 @@ def copied_example_words(text: str, examples: Sequence[str], code: str) -> list[
         if word in _FILLER or len(word) < 3:
             continue
         forms = _forms(word)
-        if any(form in shown for form in forms) and not forms & mine:
+        stem = any(len(form) >= 4 and any(m.startswith(form) for m in mine) for form in forms)
+        if any(form in shown for form in forms) and not forms & mine and not stem:
             copied.append(f'"{word}"')
     return list(dict.fromkeys(copied))
 
