@@ -13,6 +13,7 @@ from remora.cli import config as _config  # noqa: F401  (registers commands)
 from remora.cli import discovery as _discovery  # noqa: F401
 from remora.cli import doctor as _doctor  # noqa: F401
 from remora.cli import eval as _eval  # noqa: F401
+from remora.cli import explain as _explain  # noqa: F401
 from remora.cli import harness as _harness  # noqa: F401
 from remora.cli import review as _review  # noqa: F401
 from remora.cli import train as _train  # noqa: F401

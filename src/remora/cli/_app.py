@@ -39,6 +39,19 @@ err_console = Console(stderr=True, emoji=False)
 class OutputFormat(StrEnum):
     table = "table"
     json = "json"
+    sarif = "sarif"
+
+
+SARIF_COMMANDS = frozenset({"analyze", "retry"})
+"""The commands that write a run as SARIF (``--format sarif``); the others refuse it."""
+
+
+def _check_format(ctx: typer.Context, value: OutputFormat) -> OutputFormat:
+    if value is OutputFormat.sarif and ctx.info_name not in SARIF_COMMANDS:
+        raise typer.BadParameter(
+            "sarif is written by 'remora analyze' and 'remora retry' only; use table or json"
+        )
+    return value
 
 
 class ConfigFormat(StrEnum):
@@ -57,7 +70,13 @@ class ToolChoice(StrEnum):
 
 
 FormatOption = Annotated[
-    OutputFormat, typer.Option("--format", "-f", help="table for people, json for machines.")
+    OutputFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="table for people, json for machines, sarif (analyze, retry) for code scanning.",
+        callback=_check_format,
+    ),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -302,6 +303,11 @@ def _report(
 
     if output is OutputFormat.json:
         sys.stdout.write(result.manifest.model_dump_json(indent=2) + "\n")
+    elif output is OutputFormat.sarif:
+        from remora.orchestration.sarif import sarif_log, workspace_changes
+
+        log = sarif_log(result.manifest, workspace_changes(manager, result.manifest))
+        sys.stdout.write(json.dumps(log, indent=2) + "\n")
     else:
         console.print(results_table(result))
     if diff:

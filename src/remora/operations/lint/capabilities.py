@@ -245,7 +245,9 @@ def lint_verify(ctx: CapabilityContext, path: str) -> dict[str, Any]:
             ctx.store.write(relative, original)
             result.update(ok=False, changed=False, reverted=True, broken=broken)
             text = decode_text(relative, original)
-    result["fixed"], result["left"] = _lint_outcome(ctx, relative, original, text)
+    result["fixed"], result["left"], result["for_a_person"] = _lint_outcome(
+        ctx, relative, original, text
+    )
     return result
 
 
@@ -256,7 +258,9 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     fixed and what is left. ``partial`` when issues Remora may fix are left. ``counts``
     in the details (summed per row by ``remora eval --as-published``): the issues no tool
     may fix in the project's version of the file (``manual``), those left for a person,
-    and the issues the model was asked about, its rewrites kept and refused."""
+    and the issues the model was asked about, its rewrites kept and refused; ``for_a_person``
+    in the details: each issue left for a person, with its span (``remora analyze
+    --format sarif`` reports them)."""
     checked = lint_verify(ctx, path)
     left = checked["left"]
     details: dict[str, Any] = {
@@ -269,6 +273,8 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
     attempts = model_attempts(ctx)
     if attempts.asked:
         details |= attempts.account()
+    if checked["for_a_person"]:
+        details["for_a_person"] = checked["for_a_person"]
     details["counts"] = {
         "manual": _manual_count(ctx, checked["path"]),
         "left_for_a_person": left["count"] - left["fixable"],
@@ -381,18 +387,43 @@ def model_attempts(ctx: CapabilityContext) -> ModelAttempts:
 
 def _lint_outcome(
     ctx: CapabilityContext, relative: str, original: bytes | None, text: str
-) -> tuple[dict[str, int], dict[str, int]]:
+) -> tuple[dict[str, int], dict[str, int], list[dict[str, Any]]]:
     """The issues per code that the project's version of the file has and ``text`` lacks,
-    and how many issues (and fixable ones) ``text`` has."""
+    how many issues (and fixable ones) ``text`` has, and those of them no tool may fix,
+    where they are (for a person, and for reports such as SARIF)."""
     before_text = decode_text(relative, original) if original is not None else text
     with Linter(ctx, relative) as linter:
-        after = linter.classified(text)
+        raw, after = linter.linted(text)
         before = [issue["code"] for issue in after]
         if before_text != text:
             before = [_identity(item)[0] for item in linter.raw(before_text)]
     removed = Counter(before) - Counter(issue["code"] for issue in after)
     report = _report(relative, after)
-    return dict(sorted(removed.items())), {"count": report["count"], "fixable": report["fixable"]}
+    left = {"count": report["count"], "fixable": report["fixable"]}
+    return dict(sorted(removed.items())), left, _for_a_person(raw, after)
+
+
+def _for_a_person(raw: list[dict[str, Any]], issues: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``manual`` issues among ``issues`` (classified from ``raw``, in its order) with
+    their span and ruff's documentation link."""
+    found = []
+    for item, issue in zip(raw, issues, strict=True):
+        if issue["fix"] != "manual":
+            continue
+        start, end = item.get("location") or {}, item.get("end_location") or {}
+        found.append(
+            {
+                "code": issue["code"],
+                "line": issue["line"],
+                "column": int(start.get("column") or 1),
+                "end_line": int(end.get("row") or issue["line"]),
+                "end_column": int(end.get("column") or 0) or None,
+                "message": issue["message"],
+                "note": issue["note"],
+                "url": item.get("url") or None,
+            }
+        )
+    return found
 
 
 class Linter:
