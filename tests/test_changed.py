@@ -17,6 +17,7 @@ from remora.orchestration import plan_jobs
 from remora.orchestration.changes import changed_between, changed_jobs, git_changes
 from tests.stores import write_tree
 from tests.test_analyze_cli import MARKER, remora
+from tests.test_sarif import validate
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -151,6 +152,16 @@ def test_analyze_changed_runs_only_the_changed_functions(tmp_path: Path) -> None
     clean = remora(*MARKER, "analyze", "--ops", "marker", "--changed", cwd=root)
     assert clean.returncode == 0, clean.stderr
     assert "nothing to run" in clean.stdout
+    for form in ("sarif", "json"):
+        machine = remora(*MARKER, "analyze", "--ops", "marker", "-f", form, "--changed", cwd=root)
+        assert machine.returncode == 0, machine.stderr
+        read = json.loads(machine.stdout)  # still a document a CI step can read
+        assert "nothing to run" in machine.stderr
+        if form == "sarif":
+            validate(read)
+            assert read["runs"][0]["results"] == []
+        else:
+            assert read["jobs"] == []
     outside = remora(*MARKER, "analyze", "--ops", "marker", "--changed", cwd=tmp_path)
     assert outside.returncode == 2
     assert "RUN_023" in outside.stderr

@@ -131,12 +131,17 @@ class RunnerError(RemoraError):
     bad harness variants file; RUN_011 unknown harness variant; RUN_012 no nodes the agent
     applies to; RUN_013 bad harness request/concurrency counts; RUN_014 unknown harness agent;
     RUN_020 an operation cannot run (unknown, or no agent); RUN_021 nothing to run; RUN_022
-    every job of a run failed. The usage errors (RUN_010-014, RUN_020, RUN_021) exit 2.
+    every job of a run failed; RUN_023 ``--changed`` outside a git repository (or without
+    git); RUN_024 ``--changed`` names no revision. The usage errors (RUN_010-014,
+    RUN_020, RUN_021, RUN_023, RUN_024) exit 2.
     """
 
     prefix = "RUN"
     usage_codes = frozenset(
-        {"RUN_010", "RUN_011", "RUN_012", "RUN_013", "RUN_014", "RUN_020", "RUN_021"}
+        {
+            *("RUN_010", "RUN_011", "RUN_012", "RUN_013", "RUN_014"),
+            *("RUN_020", "RUN_021", "RUN_023", "RUN_024"),
+        }
     )
 
     def __init__(self, code: str, message: str, hint: str | None = None) -> None:

@@ -3,8 +3,10 @@
 Once the watcher is live, every node's ``source_hash`` becomes the baseline
 (``initial=True`` runs everything once instead). Each batch of saved files (debounced,
 ``watch.debounce_ms``) is rediscovered; nodes that are new or whose hash differs run
-through the same scheduler as ``remora analyze``, and their hashes become the new
-baseline. What is not a reason to run:
+through the same scheduler as ``remora analyze``, for the jobs their changed lines call
+for (:mod:`remora.orchestration.changes`, shared with ``analyze --changed``: a changed
+method runs the method's operations, not its class's docstring), and their hashes become
+the new baseline. What is not a reason to run:
 
 * Remora's own writes: a file whose content is exactly what an accepted workspace wrote
   (the accept's ``applied_sha256``) moves the baseline without a run, so accepting a
@@ -38,6 +40,7 @@ from remora.errors import DiscoveryError, RemoraError
 from remora.events import Emitter
 from remora.model.base import ModelClient
 from remora.orchestration import PlannedJob, RunResult, plan_jobs, run_jobs
+from remora.orchestration.changes import ChangedLines, changed_between, changed_jobs
 from remora.regular_files import read_regular_file
 from remora.runner import AgentResult
 from remora.workspace import WorkspaceManager
@@ -72,6 +75,8 @@ class Watcher:
     emitter: Emitter | None = None
     callbacks: WatchCallbacks = field(default_factory=WatchCallbacks)
     baseline: dict[str, str] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    """Each file's text at the baseline, so a save's changed lines can be told apart."""
     runs: list[RunResult] = field(default_factory=list)
 
     def discover(self, paths: Iterable[Path]) -> tuple[list[CSTNode], set[str]]:
@@ -125,11 +130,16 @@ class Watcher:
     def changed(self, nodes: Iterable[CSTNode]) -> list[CSTNode]:
         return [node for node in nodes if self.baseline.get(node.node_id) != node.source_hash]
 
-    async def run(self, nodes: Sequence[CSTNode], stop: asyncio.Event) -> RunResult | None:
-        """Run the operations on ``nodes``; their hashes become the baseline."""
-        for node in nodes:
-            self.baseline[node.node_id] = node.source_hash
+    async def run(
+        self, nodes: Sequence[CSTNode], stop: asyncio.Event, changes: ChangedLines | None = None
+    ) -> RunResult | None:
+        """Run the operations on ``nodes`` (with ``changes``, only the jobs the changed
+        lines call for, as ``remora analyze --changed`` chooses them); their hashes and
+        files' texts become the baseline."""
+        self.remember(nodes)
         plan = plan_jobs(self.config, self.agents, nodes, self.ops)
+        if changes is not None:
+            plan.jobs = changed_jobs(plan.jobs, nodes, changes)
         if not plan.jobs:
             return None
         if self.callbacks.on_start is not None:
@@ -165,8 +175,29 @@ class Watcher:
         for node in nodes:
             if node.file_path in own_files:
                 self.baseline[node.node_id] = node.source_hash
+        for node in nodes:
+            if node.file_path in own_files and node.node_type == "file":
+                self.texts[node.file_path] = node.text
         changed = self.changed(node for node in nodes if node.file_path not in own_files)
-        return await self.run(changed, stop) if changed else None
+        if not changed:
+            return None
+        lines = {
+            node.file_path: (
+                changed_between(self.texts[node.file_path], node.text)
+                if node.file_path in self.texts
+                else None
+            )
+            for node in changed
+            if node.node_type == "file"
+        }
+        return await self.run(changed, stop, lines)
+
+    def remember(self, nodes: Iterable[CSTNode]) -> None:
+        """``nodes`` as the baseline: their hashes, and their files' texts."""
+        for node in nodes:
+            self.baseline[node.node_id] = node.source_hash
+            if node.node_type == "file":
+                self.texts[node.file_path] = node.text
 
     def accepted_writes(self) -> set[tuple[str, str]]:
         """(path, sha256) of every file content an accept wrote into the project."""
@@ -237,7 +268,7 @@ class Watcher:
                 if initial:
                     await self.run(current, stop)
                 else:
-                    self.baseline = {node.node_id: node.source_hash for node in current}
+                    self.remember(current)
             if changes:
                 await self.handle({Path(path) for _change, path in changes}, stop)
             if stop.is_set():

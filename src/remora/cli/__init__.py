@@ -18,7 +18,7 @@ from remora.cli import harness as _harness  # noqa: F401
 from remora.cli import review as _review  # noqa: F401
 from remora.cli import train as _train  # noqa: F401
 from remora.cli import watch as _watch  # noqa: F401
-from remora.cli._app import app, err_console, hoist_global_options
+from remora.cli._app import app, err_console, fill_optional_values, hoist_global_options
 from remora.cli._text import visible
 from remora.errors import RemoraError
 
@@ -28,7 +28,7 @@ __all__ = ["app", "main"]
 def main() -> None:
     """Console entry point: RemoraError becomes ``CODE: message (hint)`` and an exit code."""
     try:
-        app(args=hoist_global_options(sys.argv[1:]))
+        app(args=fill_optional_values(hoist_global_options(sys.argv[1:])))
     except RemoraError as exc:
         err_console.print(
             visible(exc.render()), style="red", markup=False, highlight=False, soft_wrap=True

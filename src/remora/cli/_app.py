@@ -133,6 +133,27 @@ def hoist_global_options(args: list[str]) -> list[str]:
     return front + rest
 
 
+OPTIONAL_VALUES = {"--changed": "HEAD"}
+"""Options whose value may be left out, with the value they then take: ``--changed`` alone
+is ``--changed HEAD``."""
+
+
+def fill_optional_values(args: list[str]) -> list[str]:
+    """``args`` with the value of an option of :data:`OPTIONAL_VALUES` filled in where it was
+    left out: at the end, before another option, or before an existing path (a path is
+    taken for a path, not a revision; ``--changed=REF`` is always a value)."""
+    filled: list[str] = []
+    for index, token in enumerate(args):
+        filled.append(token)
+        if token == "--":
+            return filled + list(args[index + 1 :])
+        if token in OPTIONAL_VALUES:
+            following = args[index + 1] if index + 1 < len(args) else None
+            if following is None or following.startswith("-") or Path(following).exists():
+                filled.append(OPTIONAL_VALUES[token])
+    return filled
+
+
 def flag_overrides(values: dict[str, object | None]) -> list[str]:
     """``key=value`` overrides for a command's own flags that were given (None: not given)."""
     return [

@@ -90,6 +90,17 @@ def analyze_command(
     max_turns: Annotated[
         int | None, typer.Option("--max-turns", min=1, help="Turn limit for every agent.")
     ] = None,
+    changed: Annotated[
+        str | None,
+        typer.Option(
+            "--changed",
+            metavar="[REF]",
+            help="Only the nodes whose lines changed: the working tree and the index against "
+            "REF (default HEAD; in CI the branch it merges into, e.g. origin/main, "
+            "compared from where the branch left it). New files count whole. Write PATHS "
+            "before it, or --changed=REF.",
+        ),
+    ] = None,
 ) -> None:
     """Run the agents on every node of PATHS and record the proposed changes for review.
 
@@ -108,6 +119,8 @@ def analyze_command(
 
         remora analyze src/pkg/module.py --ops docstring
         remora analyze . --ops lint --check --diff
+        remora analyze --changed --ops lint,docstring
+        remora analyze src/ --changed origin/main --check
         remora -v analyze src/ -j 4 --auto-accept
     """
     from remora.discovery import discover, find_project_root, target_path
@@ -124,10 +137,29 @@ def analyze_command(
     )
     config = load_config(target_path(targets[0]), overrides).config
     root = find_project_root(target_path(targets[0]))
+    lines = None
+    if changed is not None:
+        from remora.orchestration.changes import changed_files, git_changes
+
+        lines = git_changes(root, changed)
+        targets = changed_files(root, targets, lines)
+        if not targets:
+            _nothing_changed(root, output, f"no Python file changed against {changed}")
+            return
     with err_console.status("discovering nodes...", spinner="dots"):
         discovered = discover(targets, config.discovery, root=root)
+    _discovery_problems(discovered)
     agents = operations().load_agents(config.agents.dirs)
     plan = plan_jobs(config, agents, discovered.nodes, split_ops(ops))
+    if lines is not None:
+        from remora.orchestration.changes import changed_jobs
+
+        stop_on_problems(plan)
+        plan.jobs = changed_jobs(plan.jobs, discovered.nodes, lines)
+        if not plan.jobs:
+            _nothing_changed(root, output, f"no changed node against {changed} to run")
+            _exit_discovery(discovered, check=check)
+            return
     _problems(plan)
     manager = WorkspaceManager.from_config(root, config.workspace)
     result = _run(config, plan, discovered, manager, [str(path) for path in targets])
@@ -138,7 +170,7 @@ def analyze_command(
         from remora.cli.review import review_command
 
         review_command(run_id=result.run_id, operation=None, project=root)
-    _exit(result, check=check)
+    _exit(result, check=check, discovered=discovered)
 
 
 @app.command("retry")
@@ -229,15 +261,60 @@ def _problems(plan: Plan) -> None:
         )
 
 
-def _exit(result: RunResult, *, check: bool) -> None:
-    """The exit code as ruff's: 1 for findings (``--check`` and a change proposed), 2 when
-    Remora could not do its job (a job failed, an operation could not run), 130 when
-    interrupted. (Operations that cannot run stop the command before any work.)"""
+def _exit(result: RunResult, *, check: bool, discovered: DiscoveryResult | None = None) -> None:
+    """The exit code as ruff's: 1 for findings (``--check`` and a change proposed, or a
+    file that does not parse), 2 when Remora could not do its job (a job failed, an
+    operation could not run), 130 when interrupted. (Operations that cannot run stop the
+    command before any work.)"""
     if result.manifest.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
     if result.count("failed") > 0 or result.count("interrupted") > 0:  # e.g. a job timeout
         raise typer.Exit(EXIT_BROKEN)
     if check and result.changed:
+        raise typer.Exit(EXIT_FINDINGS)
+    if discovered is not None:
+        _exit_discovery(discovered, check=check)
+
+
+def _nothing_changed(root: Path, output: OutputFormat, why: str) -> None:
+    """Say that ``--changed`` left nothing to run: in the output format asked for (an empty
+    run for json, an empty log for sarif, so a CI upload still reads it), the words on
+    stderr."""
+    from remora.orchestration import RunManifest, new_run_id
+
+    empty = RunManifest(run_id=new_run_id(), project_root=str(root), status="completed")
+    if output is OutputFormat.json:
+        sys.stdout.write(empty.model_dump_json(indent=2) + "\n")
+    elif output is OutputFormat.sarif:
+        from remora.orchestration.sarif import sarif_log
+
+        sys.stdout.write(json.dumps(sarif_log(empty), indent=2) + "\n")
+    else:
+        console.print(f"{shown(why)}: nothing to run")
+        return
+    err_console.print(f"{shown(why)}: nothing to run", highlight=False)
+
+
+UNPARSABLE = frozenset({"DISC_101", "DISC_102", "DISC_108"})
+"""Discovery problems that leave a file unchecked: ``--check`` cannot pass it."""
+
+
+def _discovery_problems(discovered: DiscoveryResult) -> None:
+    """Say what discovery skipped or could not parse (the events record it too)."""
+    for problem in discovered.problems:
+        where = f"{problem.path}:{problem.line}" if problem.line else problem.path
+        hint = f" ({problem.hint})" if problem.hint else ""
+        err_console.print(
+            f"{problem.code}: {shown(where)}: {shown(problem.message)}{shown(hint)}",
+            style="yellow",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _exit_discovery(discovered: DiscoveryResult, *, check: bool) -> None:
+    """With ``--check``, exit 1 when a file could not be parsed: Remora cannot vouch for it."""
+    if check and any(problem.code in UNPARSABLE for problem in discovered.problems):
         raise typer.Exit(EXIT_FINDINGS)
 
 
