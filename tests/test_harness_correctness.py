@@ -188,6 +188,7 @@ def test_the_agent_gets_its_operation_options() -> None:
         "style": "auto",
         "use_model": True,
         "describe": False,
+        "similar_examples": True,
         "missing_only": False,
         "include_private": False,
         "include_tests": False,
