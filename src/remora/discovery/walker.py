@@ -272,7 +272,13 @@ def iter_python_files(
             raise DiscoveryError("DISC_001", f"{target} does not exist", "check the path")
         resolved = target.resolve()
         if resolved.is_file():
-            if resolved.suffix not in (".py", ".pyi") and target.suffix not in (".py", ".pyi"):
+            if ".pyi" in (resolved.suffix, target.suffix):
+                raise DiscoveryError(
+                    "DISC_002",
+                    f"{target} is a stub file: typing information, not code to run operations on",
+                    "pass the .py module it describes, or a directory (stubs are left out)",
+                )
+            if resolved.suffix != ".py" and target.suffix != ".py":
                 raise DiscoveryError(
                     "DISC_002", f"{target} is not a Python file", "pass .py files or directories"
                 )
@@ -340,7 +346,7 @@ def _walk(
             if rules.ignored(path, is_dir=True) or _is_virtualenv(path):
                 continue
             yield from _walk(path, rules, options, problems, seen, root, ancestry)
-        elif stat.S_ISREG(mode) and entry.name.endswith((".py", ".pyi")):
+        elif stat.S_ISREG(mode) and entry.name.endswith(".py"):
             if rules.ignored(path, is_dir=False):
                 continue
             resolved = path.resolve() if is_link else path

@@ -52,6 +52,9 @@ class TestOptions(BaseModel):
     # Argument lists (as source) the host leaves out of its own; `remora train generate`
     # withholds some so that they become the model's answers.
     withhold_cases: list[str] = []
+    # Private and special names (_helper), and code under tests/, are skipped unless set.
+    include_private: bool = False
+    include_tests: bool = False
 
 
 class SampleDataOptions(BaseModel):
@@ -63,6 +66,9 @@ class SampleDataOptions(BaseModel):
     # (docs/evaluation.md): the host alone writes them unless model_inputs is set.
     model_inputs: bool = False
     format: Literal["json", "yaml"] = "json"
+    # Private and special names (_helper), and code under tests/, are skipped unless set.
+    include_private: bool = False
+    include_tests: bool = False
 
 
 _AGENTS = (Path(__file__).resolve().parent / "agents",)
