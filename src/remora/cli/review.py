@@ -48,7 +48,12 @@ RunOption = Annotated[
     str | None, typer.Option("--run", "-r", help="Run id (default: the newest run).")
 ]
 AllOption = Annotated[
-    bool, typer.Option("--all", help="Every workspace still pending review in the run.")
+    bool,
+    typer.Option(
+        "--all",
+        help="Every change pending review, in the order 'remora review' lists them: of every "
+        "run (the newest per node), or of the run given with --run.",
+    ),
 ]
 OperationOption = Annotated[
     str | None, typer.Option("--operation", "-o", help="Only jobs of this operation.")
@@ -105,7 +110,21 @@ def _selected(
     if workspace_ids:
         return workspace_ids
     if not select_all:
-        raise typer.BadParameter("give workspace ids, or --all to take a whole run")
+        raise typer.BadParameter(
+            "give workspace ids, or --all to take every pending change (--run: one run's)"
+        )
+    if run_id is None:
+        # Every run's pending changes, as 'remora review' lists them: the newest per node
+        # and operation, grouped by operation, then file and line.
+        pending = service.pending_everywhere(operation)
+        if not pending.jobs:
+            service.store.resolve(None)  # WS_009 when there is no run at all
+        if pending.hidden:
+            err_console.print(
+                f"{pending.hidden} older change(s) of the same nodes left pending "
+                "('remora runs' lists their runs; --run RUN_ID takes one)"
+            )
+        return [job.workspace_id for job in pending.jobs if job.workspace_id]
     manifest = service.reconcile(run_id)
     return [job.workspace_id for job in manifest.pending_reviews(operation) if job.workspace_id]
 
@@ -369,7 +388,8 @@ def review_command(
             "WS_008",
             "remora review is interactive and needs a terminal",
             "in scripts use 'remora diff WORKSPACE_ID', 'remora accept WORKSPACE_ID...' or "
-            "'remora reject WORKSPACE_ID...' ('--all --run RUN_ID' takes a whole run)",
+            "'remora reject WORKSPACE_ID...' ('--all' takes every pending change, "
+            "'--all --run RUN_ID' a whole run)",
         )
     if run_id is None:
         pending = service.pending_everywhere(operation)
@@ -433,9 +453,15 @@ def accept_command(
     was made from; if you edited it since, the edits are merged, and a conflict refuses
     that workspace (WS_004) leaving every file as it was. 'remora undo' reverts.
 
+    --all takes every pending change as 'remora review' shows them (every run's, the
+    newest per node; --run RUN_ID: that run's), one after another in review's order; a
+    change that conflicts with one accepted before it is refused with its code and stays
+    pending, and the others are still accepted.
+
     Examples:
 
         remora accept lint-3f2a9c0d1e2b4a5c-ab12cd
+        remora accept --all
         remora accept --all --run 20250101-120000-ab12cd --operation lint
     """
     service = _service(project)

@@ -15,7 +15,8 @@ Both directions are all-or-nothing, never "some files skipped":
   accepting again merges the edit;
 * what accept overwrote is kept in the workspace, so ``undo`` can restore it (directories
   accept created stay). A file changed since the accept (an edit, a later accept) makes
-  undo refuse as a whole (WS_005, naming the files); ``undo(..., keep_changed=True)``
+  undo refuse as a whole (WS_005, naming the files and the later accepts that wrote them, so
+  the user knows what to undo first); ``undo(..., keep_changed=True)``
   restores every other file and leaves those as they are (``UndoReport.kept``), so undo
   is never blocked for good;
 * a file left alone by the recovery of a crashed accept (edited after the crash) is
@@ -247,21 +248,13 @@ class WorkspaceReview:
                         "to undo",
                         "'remora runs' shows what was accepted",
                     )
+                accepted_at = workspace.info().accepted_at
                 backups = workspace.backups()
             root = self.manager.project_root
             changed = [b.path for b in backups if _holds(root, b) != b.applied_sha256]
             if changed and not keep_changed:
-                one = len(changed) == 1
-                more = f" (and {len(changed) - 3} more)" if changed[3:] else ""
-                raise WorkspaceError(
-                    "WS_005",
-                    f"cannot undo {workspace_id}: {', '.join(changed[:3])}{more} "
-                    f"{'has' if one else 'have'} changed since it was accepted; "
-                    "nothing was restored",
-                    f"revert your edits to {'it' if one else 'them'} (or undo later accepts of "
-                    f"the same {'file' if one else 'files'}) and undo again, or undo with "
-                    f"--keep-changed to restore the other files and leave "
-                    f"{'it' if one else 'these'} as {'it is' if one else 'they are'}",
+                raise _undo_refused(
+                    workspace_id, changed, self._later_accepts(workspace_id, accepted_at, changed)
                 )
             restoring = [b for b in backups if b.path not in changed]
             ops = [FileOp(path=b.path, data=b.data, old_sha256=b.applied_sha256) for b in restoring]
@@ -271,6 +264,29 @@ class WorkspaceReview:
             ]
             self._apply("undo", workspace_id, ops)
             return UndoReport(workspace_id=workspace_id, restored=restored, kept=changed)
+
+    def _later_accepts(
+        self, workspace_id: str, accepted_at: float | None, paths: list[str]
+    ) -> list[tuple[WorkspaceInfo, list[str]]]:
+        """The workspaces accepted after ``workspace_id`` that wrote any of ``paths``, newest
+        first (the order to undo them in), each with the paths it shares; one whose storage
+        cannot be read is left out."""
+        wanted = set(paths)
+        found: list[tuple[WorkspaceInfo, list[str]]] = []
+        for info in self.manager.list():
+            if info.workspace_id == workspace_id or info.status != "accepted":
+                continue
+            if accepted_at is not None and (info.accepted_at or 0.0) < accepted_at:
+                continue
+            try:
+                with self.manager.open(info.workspace_id) as other:
+                    shared = sorted(wanted & {b.path for b in other.backups()})
+            except WorkspaceError:
+                continue
+            if shared:
+                found.append((info, shared))
+        found.sort(key=lambda item: item[0].accepted_at or 0.0, reverse=True)
+        return found
 
     def reject(self, workspace_id: str) -> WorkspaceInfo:
         """Discard a pending workspace; the project is not touched.
@@ -336,6 +352,47 @@ class WorkspaceReview:
             info = workspace.info()
         if self.after_apply is not None:
             self.after_apply(kind, info)
+
+
+def _undo_refused(
+    workspace_id: str, changed: list[str], later: list[tuple[WorkspaceInfo, list[str]]]
+) -> WorkspaceError:
+    """WS_005 for an undo refused because ``changed`` files changed since the accept: it
+    names the later accepts that wrote them (run, operation, files), newest first, so the
+    user knows what to undo before, and otherwise says the change is the user's own."""
+    one = len(changed) == 1
+    more = f" (and {len(changed) - 3} more)" if changed[3:] else ""
+    message = (
+        f"cannot undo {workspace_id}: {', '.join(changed[:3])}{more} "
+        f"{'has' if one else 'have'} changed since it was accepted"
+    )
+    keep = (
+        f"or undo with --keep-changed to restore the other files and leave "
+        f"{'it' if one else 'these'} as {'it is' if one else 'they are'}"
+    )
+    if not later:
+        return WorkspaceError(
+            "WS_005",
+            f"{message}; nothing was restored",
+            f"revert your edits to {'it' if one else 'them'} and undo again, {keep}",
+        )
+    named = [
+        f"{info.workspace_id} ({info.operation}"
+        f"{f', run {info.run_id}' if info.run_id else ''}; {', '.join(paths)})"
+        for info, paths in later[:5]
+    ]
+    rest = f" and {len(later) - 5} more" if later[5:] else ""
+    by_later = {path for _info, paths in later for path in paths}
+    edited = [path for path in changed if path not in by_later]
+    also = f"; {', '.join(edited)} changed otherwise (your edits)" if edited else ""
+    undo_first = "; ".join(f"'remora undo {info.workspace_id}'" for info, _paths in later)
+    return WorkspaceError(
+        "WS_005",
+        f"{message}, by {len(later)} later accept(s): {'; '.join(named)}{rest}{also}; "
+        "nothing was restored",
+        f"undo the later accept(s) first, newest first ({undo_first}), then undo "
+        f"{workspace_id} again, {keep}",
+    )
 
 
 def _holds(root: Path, backup: Backup) -> str | None:
