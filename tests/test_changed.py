@@ -181,3 +181,27 @@ def test_a_file_that_does_not_parse_is_reported_and_fails_check(tmp_path: Path) 
     unchecked = remora(*MARKER, "analyze", "broken.py", "--ops", "marker", cwd=root)
     assert "DISC_101: broken.py" in unchecked.stderr
     assert unchecked.returncode == 0, unchecked.stderr
+
+
+def test_without_a_terminal_each_job_is_one_line_and_colour_follows_the_flag(
+    tmp_path: Path,
+) -> None:
+    long_name = "a_function_with_a_rather_long_name_that_a_narrow_table_would_fold"
+    root = write_tree(
+        tmp_path / "proj",
+        {
+            "pyproject.toml": "[project]\nname = 'p'\n",
+            "mod.py": f"def {long_name}():\n    return 1\n",
+        },
+    )
+    done = remora(*MARKER, "analyze", "mod.py", "--ops", "marker", cwd=root)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if long_name in line]
+    assert len(lines) == 1 and lines[0].startswith("success")
+    assert "│" not in done.stdout and "\x1b[" not in done.stdout
+    coloured = remora(
+        "--color", "always", *MARKER, "analyze", "mod.py", "--ops", "marker", cwd=root
+    )
+    assert "\x1b[" in coloured.stdout + coloured.stderr
+    plain = remora(*MARKER, "analyze", "mod.py", "--ops", "marker", "--color", "never", cwd=root)
+    assert "\x1b[" not in plain.stdout + plain.stderr

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -34,6 +35,32 @@ app = typer.Typer(
 # emoji=False: Rich would turn ":thumbs_up:" in a file name into an emoji even without markup
 console = Console(emoji=False)
 err_console = Console(stderr=True, emoji=False)
+PLAIN_WIDTH = 4096
+"""The width of output that goes to no terminal (a CI log, a pipe, a file) when COLUMNS does
+not say one: wide enough that a table is never wrapped, since no terminal will wrap it."""
+
+
+class ColorChoice(StrEnum):
+    auto = "auto"
+    always = "always"
+    never = "never"
+
+
+def set_up_consoles(color: ColorChoice = ColorChoice.auto) -> None:
+    """Configure both consoles: colour as ``--color`` says (``auto``: on a terminal, unless
+    NO_COLOR is set, as ruff and pytest do), and the plain width off a terminal."""
+    for target, stderr in ((console, False), (err_console, True)):
+        settings: dict[str, Any] = {"stderr": stderr, "emoji": False}
+        if color is ColorChoice.always:
+            settings["force_terminal"] = True
+        elif color is ColorChoice.never or os.environ.get("NO_COLOR"):
+            settings["no_color"] = True
+        target.__init__(**settings)  # type: ignore[misc]
+        if not target.is_terminal and not os.environ.get("COLUMNS"):
+            target.width = PLAIN_WIDTH
+
+
+set_up_consoles()
 
 
 class OutputFormat(StrEnum):
@@ -91,7 +118,7 @@ class GlobalOptions:
 
 OPTIONS = GlobalOptions()
 
-_GLOBAL_WITH_VALUE = ("--config", "-c", "--set", "-s")
+_GLOBAL_WITH_VALUE = ("--config", "-c", "--set", "-s", "--color")
 _GLOBAL_FLAGS = ("--quiet", "-q", "--verbose")
 _COUNTED = re.compile(r"^-v+$")
 
@@ -223,6 +250,14 @@ def _root(
     verbose: Annotated[
         int, typer.Option("--verbose", "-v", count=True, help="Show every tool call as it runs.")
     ] = 0,
+    color: Annotated[
+        ColorChoice,
+        typer.Option(
+            "--color",
+            help="Colour the output: auto (on a terminal, unless NO_COLOR is set), always or "
+            "never.",
+        ),
+    ] = ColorChoice.auto,
 ) -> None:
     """Remora: verified, reviewable code improvements from small local models.
 
@@ -232,6 +267,8 @@ def _root(
     OPTIONS.config_file = config_file
     OPTIONS.assignments = list(assignments or [])
     OPTIONS.verbosity = -1 if quiet else verbose
+    if color is not ColorChoice.auto:
+        set_up_consoles(color)
 
 
 def open_model(config: ModelConfig) -> ModelClient:

@@ -251,6 +251,25 @@ def results_table(result: RunResult) -> Table:
     return table
 
 
+def results_lines(result: RunResult) -> list[str]:
+    """The results without a terminal (a CI log, a pipe): one plain line per job, in the
+    table's order, nothing folded: ``status  operation  node (file:line): summary``."""
+    lines: list[str] = []
+    for job, outcome in sorted(
+        result.results, key=lambda item: (item[0].node.file_path, item[0].node.start_line)
+    ):
+        summary = outcome.error if outcome.status == "failed" else outcome.summary
+        changed = f" [changed: {', '.join(outcome.changed_files)}]" if outcome.changed_files else ""
+        lines.append(
+            shown(
+                f"{outcome.status:<11} {job.operation:<11} {job.node.qualname} "
+                f"({job.node.file_path}:{job.node.start_line}): "
+                f"{_one_line(summary or '', 300)}{changed}"
+            )
+        )
+    return lines
+
+
 def review_command(run_id: str, project_root: Path) -> str:
     """The command that reviews ``run_id`` from the current directory: with ``-p`` when
     the project root (where ``.remora/`` is) is not the current directory."""

@@ -375,7 +375,7 @@ def _report(
     diff: bool,
     manager: WorkspaceManager,
 ) -> None:
-    from remora.cli._run_display import footer, results_table
+    from remora.cli._run_display import footer, results_lines, results_table
     from remora.orchestration import ReviewService
 
     if output is OutputFormat.json:
@@ -385,8 +385,11 @@ def _report(
 
         log = sarif_log(result.manifest, workspace_changes(manager, result.manifest))
         sys.stdout.write(json.dumps(log, indent=2) + "\n")
-    else:
+    elif console.is_terminal:
         console.print(results_table(result))
+    else:
+        for line in results_lines(result):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if diff:
         service = ReviewService(manager)
         for record in result.manifest.jobs:
