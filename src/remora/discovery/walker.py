@@ -42,14 +42,50 @@ DEFAULT_IGNORES = (
 PROJECT_MARKERS = ("remora.yaml", "remora.yml", "pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-def find_project_root(target: Path) -> Path:
-    """The nearest ancestor holding a project marker, else the target's own directory."""
+PROJECT_VENVS = (".venv", "venv")
+"""Virtual environments in a project's root (a directory holding ``pyvenv.cfg``): where the
+project's Python is found (:mod:`remora.tools.interpreter`), so one marks the root too."""
+
+
+def find_project_root(target: Path, cwd: Path | None = None) -> Path:
+    """The project a target belongs to; every command (``analyze``, ``doctor``, ``review``,
+    ``watch``...) finds it by this one rule:
+
+    1. the nearest ancestor of the target (itself, when a directory) holding a project
+       marker (``remora.yaml``, ``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git``...);
+    2. else, when the target lies in the current directory ``cwd``, the nearest directory
+       from the target's up to ``cwd`` holding a virtual environment (``.venv/`` or
+       ``venv/`` with a ``pyvenv.cfg``), since that is where the project's Python is taken
+       from: ``remora doctor`` run in a directory and ``remora analyze sub/file.py`` run
+       there agree on the project and its Python;
+    3. else the target's own directory (a file's parent).
+
+    The search for a virtual environment stops at ``cwd``, so one in the home directory does
+    not make it the root of every stray script under it.
+    """
     target = target.resolve()
     start = target if target.is_dir() else target.parent
     for candidate in (start, *start.parents):
         if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
             return candidate
+    try:
+        here = (cwd or Path.cwd()).resolve()
+    except OSError:  # the current directory was removed
+        return start
+    if start == here or here in start.parents:
+        for candidate in (start, *start.parents):
+            if any(_is_file(candidate / name / "pyvenv.cfg") for name in PROJECT_VENVS):
+                return candidate
+            if candidate == here:
+                break
     return start
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # unreadable directory: no environment found there
+        return False
 
 
 GITIGNORE_MAX_BYTES = 1_000_000
