@@ -249,3 +249,20 @@ def test_a_number_named_parameter_takes_no_quoted_result() -> None:
     source = (SHOPDESK / "shopdesk" / "pricing.py").read_text(encoding="utf-8")
     assert not any("£" in case for case in texts(source, "format_price"))
     assert "'12.345'" in texts(source, "to_money")
+
+
+def test_a_functions_examples_do_not_feed_its_neighbours() -> None:
+    """Values another function's own examples pass (``seq='Hello'``) and the words of a
+    doctest's output stay with that function: toolz-like code keeps its candidates."""
+    source = (
+        "def first(seq):\n"
+        "    '''>>> first('ABC')\n    'A'\n    '''\n"
+        "    return next(iter(seq))\n"
+        "def unique(seq, key=None):\n"
+        "    '''Unique items.\n\n    >>> tuple(unique(['cat', 'mouse']))\n    ('cat', 'mouse')\n"
+        "    '''\n"
+        "    return seq\n"
+    )
+    cases = texts(source, "unique")
+    assert cases[0] == "['cat', 'mouse']"  # its own example
+    assert "'ABC'" not in cases and "'cat'" not in cases and "'mouse'" not in cases

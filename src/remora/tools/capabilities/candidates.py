@@ -769,6 +769,8 @@ def _pools(param: _Param, target: _Target) -> dict[str, list[Any]]:
         # ``format_price(amount)`` quotes what it returns ('£1,234.50'), ``to_money``
         # what it takes ('12.345')
         written = [w for w in written if _is_numeral(w)]
+    elif _holds_items(param.name):
+        written = []  # ``unique(seq)``: a quoted word is one of its items
     others = [v for f, v in target.siblings.get(param.name, []) if f != target.name]
     written = _unique(written + others[:3])
     if _is_path_name(param.name):
@@ -1589,8 +1591,12 @@ def _docstring_strings(target: _Target) -> dict[str, list[Any]]:
         return {}
     doc = ast.get_docstring(target.func) or ""
     found: list[str] = []
+    in_example = False
     for line in doc.splitlines():
-        if line.strip().startswith((">>>", "...")):
+        # an example and the output under it, up to a blank line, are the doctest's
+        stripped = line.strip()
+        in_example = stripped.startswith(">>>") or (in_example and bool(stripped))
+        if in_example:
             continue
         for clause in line.split(";"):
             given = clause.split("->", 1)[0]
@@ -1605,7 +1611,7 @@ _QUOTED = re.compile(r"""(?<![\w'"])(['"])([^'"\n]{1,60})\1(?!\w)""")
 
 
 def _sibling_values(tree: ast.Module) -> dict[str, list[tuple[str, Any]]]:
-    """Literal values the ``>>>`` examples in the module's docstrings pass to the module's
+    """Literal values the ``>>>`` examples in the module's docstring pass to the module's
     top-level functions, by parameter name (positional arguments bound in order), each
     with the function it was passed to."""
     functions = {
@@ -1613,8 +1619,8 @@ def _sibling_values(tree: ast.Module) -> dict[str, list[tuple[str, Any]]]:
         for node in tree.body
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     }
+    # the module's own examples only: a function's examples show that function's values
     docs = [ast.get_docstring(tree) or ""]
-    docs += [ast.get_docstring(f) or "" for f in functions.values()]
     found: dict[str, list[tuple[str, Any]]] = {}
     for doc in docs:
         for line in doc.splitlines():
@@ -1666,6 +1672,12 @@ def _numeric_name(name: str) -> bool:
     values, known = _name_values(name)
     values = _person_values(name) or values
     return known and bool(values) and all(_is_number(v) for v in values)
+
+
+def _holds_items(name: str) -> bool:
+    """Whether the name says the parameter holds items (``seq``, ``names``, ``rows``)."""
+    values, known = _name_values(name)
+    return known and any(isinstance(v, list | tuple | dict) for v in values)
 
 
 def _is_numeral(text: str) -> bool:
