@@ -63,14 +63,14 @@ def coverage_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[
         else "The host's argument lists ran"
     )
     text = f"{ran}; {len(report['kept'])} test(s) pass twice: {_reached(report)}."
-    named = constants_text(target.source, qualname)
-    if named:
-        text = named + "\n" + text
     if missing or exits:
         marked = _marked_source(target.source, qualname, missing, exits)
         text += " Lines never run and branches never taken are marked:\n" + marked
     if survivors:
         text += "\n" + surviving_mutants_text(target.source, survivors)
+    named = constants_text(target.source, qualname)
+    if named:
+        text += "\n" + named
     return {"complete": complete, "grew": grew, "text": text}
 
 
