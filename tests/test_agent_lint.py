@@ -240,5 +240,5 @@ def test_a_file_with_only_residue_the_model_cannot_rewrite_ends_failed_and_uncha
     script = [rewrite("if point = None"), rewrite("if point == None or None:")]
     outcome = run_operation(shapes, "lint", "pkg/shapes.py", script, options=MODEL)
     assert outcome.changed == {}
-    assert outcome.result.status == "failed"
+    assert outcome.result.status == "left"
     assert outcome.result.summary.startswith("Nothing changed (2 rewrite(s) refused")

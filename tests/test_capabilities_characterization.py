@@ -234,6 +234,7 @@ def test_result_without_usable_behaviour_is_a_reason(ctx: CapabilityContext) -> 
     assert result == {
         "ok": False,
         "reason": "no input gave a behaviour worth a test (misuse)",
+        "code": "TOOL_705",
     }
     assert ctx.store.changed_paths() == []
 

@@ -283,7 +283,11 @@ def test_fixtures_result_reports_why_nothing_works(ctx: CapabilityContext) -> No
     missing = fixtures_result(ctx, PATH, "nowhere")
     assert missing["ok"] is False and "nowhere" in missing["reason"]
     wrong = fixtures_result(ctx, PATH, "checked", "toml")
-    assert wrong == {"ok": False, "reason": "'format' must be json or yaml, got 'toml'"}
+    assert wrong == {
+        "ok": False,
+        "reason": "'format' must be json or yaml, got 'toml'",
+        "code": "TOOL_104",
+    }
 
 
 def test_fixture_path() -> None:

@@ -198,6 +198,7 @@ def test_without_a_terminal_each_job_is_one_line_and_colour_follows_the_flag(
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if long_name in line]
     assert len(lines) == 1 and lines[0].startswith("success")
+    assert lines[0].endswith("[changed: mod.py]") and "\\[" not in lines[0]
     assert "│" not in done.stdout and "\x1b[" not in done.stdout
     coloured = remora(
         "--color", "always", *MARKER, "analyze", "mod.py", "--ops", "marker", cwd=root

@@ -190,7 +190,7 @@ def test_host_only_writes_no_words_of_its_own(
     assert values["described"] == 0.0 and values["filler"] == 0
     host, _, _, _ = report.remora
     assert host.variant == HOST_ONLY and host.mean_turns == 0.0
-    assert host.statuses == {"failed": LIMIT}
+    assert host.statuses == {"left": LIMIT}
     for item in _functions(report):
         assert item["results"][HOST_ONLY]["summary"] is None
 
@@ -199,9 +199,9 @@ def test_remora_figures_and_progress(written: tuple[OperationReport, RecordingPr
     report, progress = written
     _, figures, _, one = report.remora
     assert figures.variant == REMORA
-    # The scripted model is sure of its answers: each screened summary is one candidate,
-    # four times, and the one-answer row asks once.
-    assert figures.candidates == 4 * figures.candidates_passed > 0
+    # The scripted model is sure of its answers: each screened summary is given four times
+    # (screened once), and the one-answer row asks once.
+    assert figures.candidates == figures.candidates_passed == 4 * LIMIT
     assert one.variant == ONE_ANSWER and one.candidates == 0
     assert figures.jobs == LIMIT
     assert sum(figures.statuses.values()) == LIMIT
@@ -230,7 +230,7 @@ def test_a_remora_run_that_writes_nothing_scores_zero(silent: OperationReport) -
     public = values["public_coverage"]
     assert isinstance(public, float) and 0 < public < 1
     assert values["imports"] == 1.0
-    assert silent.remora[1].statuses == {"failed": LIMIT}
+    assert silent.remora[1].statuses == {"left": LIMIT}
     for item in _functions(silent):
         result = item["results"][REMORA]
         assert result["summary"] is None

@@ -93,7 +93,7 @@ def analyze(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_analyze_writes_valid_sarif_with_issues_left_jobs_left_and_fixes(project: Path) -> None:
     done = analyze(project, "pkg/mod.py", "--ops", "lint,docstring", "--format", "sarif")
-    assert done.returncode == 2, done.stderr  # the docstring jobs failed: left for the person
+    assert done.returncode == 0, done.stderr  # the docstring jobs left their work: no failure
     log = json.loads(done.stdout)
     validate(log)
     run = log["runs"][0]

@@ -33,7 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from remora.cli._app import OPTIONS, err_console
-from remora.cli._text import shown
+from remora.cli._text import shown, visible
 from remora.events import Event, JobFinished, JobStarted, ToolCallEvent, ToolResultEvent
 from remora.orchestration import PlannedJob, RunResult
 from remora.runner import AgentResult
@@ -41,6 +41,7 @@ from remora.runner import AgentResult
 _STATUS_STYLE = {
     "success": "green",
     "partial": "yellow",
+    "left": "cyan",
     "failed": "red",
     "skipped": "dim",
     "interrupted": "yellow",
@@ -183,7 +184,7 @@ def job_line(job: PlannedJob, result: AgentResult) -> str:
 def _counts(counts: Counter[str]) -> str:
     parts = [
         f"{counts[name]} {name}"
-        for name in ("success", "partial", "failed", "skipped")
+        for name in ("success", "partial", "left", "failed", "skipped")
         if counts[name]
     ]
     if counts["interrupted"]:
@@ -253,7 +254,8 @@ def results_table(result: RunResult) -> Table:
 
 def results_lines(result: RunResult) -> list[str]:
     """The results without a terminal (a CI log, a pipe): one plain line per job, in the
-    table's order, nothing folded: ``status  operation  node (file:line): summary``."""
+    table's order, nothing folded: ``status  operation  node (file:line): summary``; plain
+    text, to print without markup."""
     lines: list[str] = []
     for job, outcome in sorted(
         result.results, key=lambda item: (item[0].node.file_path, item[0].node.start_line)
@@ -261,7 +263,7 @@ def results_lines(result: RunResult) -> list[str]:
         summary = outcome.error if outcome.status == "failed" else outcome.summary
         changed = f" [changed: {', '.join(outcome.changed_files)}]" if outcome.changed_files else ""
         lines.append(
-            shown(
+            visible(
                 f"{outcome.status:<11} {job.operation:<11} {job.node.qualname} "
                 f"({job.node.file_path}:{job.node.start_line}): "
                 f"{_one_line(summary or '', 300)}{changed}"
@@ -287,6 +289,7 @@ def footer(result: RunResult, project_root: Path, extra: Sequence[str] = ()) -> 
     parts = [
         f"{summary.jobs} job(s): {summary.succeeded} succeeded, "
         + (f"{summary.partial} partly done, " if summary.partial else "")
+        + (f"{summary.left} left for you, " if summary.left else "")
         + f"{summary.failed} failed, "
         f"{result.count('skipped')} skipped, {result.count('interrupted')} interrupted",
         f"{summary.pending} change(s) await review",

@@ -109,9 +109,10 @@ def analyze_command(
     the embedded model assembles it into the user cache (a few seconds) and then takes
     seconds to a minute per job on a laptop CPU; scope it with --ops and a path.
 
-    Exit codes, as ruff's: 0 done (every job succeeded, partly succeeded or was skipped);
-    1 --check found changes to propose; 2 Remora could not do its job (a job failed or
-    timed out, an operation could not run, a usage or configuration error); 130
+    Exit codes, as ruff's: 0 done (every job succeeded, partly succeeded, left its work to
+    you, as a docstring whose summary no answer earned, or was skipped); 1 --check found
+    changes to propose, or a file that does not parse; 2 Remora could not do its job (a
+    job failed or timed out, an operation could not run, a usage or configuration error); 130
     interrupted (Ctrl-C: jobs stop between steps, finished jobs stay reviewable). A CI
     step can tell a finding (1) from a broken run (2).
 

@@ -177,7 +177,7 @@ def open_job(
                 manager.remove(workspace_id)
 
 
-HOST_STATUSES = ("success", "partial", "failed")
+HOST_STATUSES = ("success", "partial", "left", "failed")
 """What a precheck that did the whole job may report (``done``)."""
 
 
@@ -187,7 +187,7 @@ async def _precheck(
     """The agent's precheck, run on the host without the model.
 
     Its result is a mapping: ``{"skip": true, "reason": ...}`` ends the job ``skipped``
-    (nothing to do); ``{"done": true, "status": "success" | "partial" | "failed",
+    (nothing to do); ``{"done": true, "status": "success" | "partial" | "left" | "failed",
     "summary": ...}`` ends it with the host's own account (the host did every step, so no
     model decision is left); ``{"evidence": "..."}`` is what the model decides on, shown to
     it after the node context (returned as the string). A precheck that errors does not

@@ -42,7 +42,9 @@ MANIFEST_VERSION = 1
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 ReviewState = Literal["none", "pending", "accepted", "rejected", "retry_requested", "retried"]
-JobStatus = Literal["queued", "running", "success", "partial", "failed", "skipped", "interrupted"]
+JobStatus = Literal[
+    "queued", "running", "success", "partial", "left", "failed", "skipped", "interrupted"
+]
 RunStatus = Literal["running", "completed", "failed", "interrupted"]
 
 
@@ -147,6 +149,7 @@ class RunSummary(BaseModel):
     jobs: int = 0
     succeeded: int = 0
     partial: int = Field(default=0, description="Jobs that did part of their work.")
+    left: int = Field(default=0, description="Jobs that ran and left their work to the person.")
     failed: int = 0
     pending: int = 0
     accepted: int = 0
@@ -245,12 +248,12 @@ class RunManifest(BaseModel):
 
     def left_for_person(self, operation: str | None = None) -> list[JobRecord]:
         """Jobs that proposed no change because what they needed is the person's to give
-        (a docstring whose every summary was refused): failed, nothing to review, in the
-        order of :meth:`pending_reviews`."""
+        (a docstring whose every summary was refused: ``left``) or that failed, nothing to
+        review, in the order of :meth:`pending_reviews`."""
         return self._in_review_order(
             job
             for job in self.jobs
-            if job.status == "failed"
+            if job.status in ("left", "failed")
             and job.review == "none"
             and operation in (None, job.operation)
         )
@@ -278,6 +281,7 @@ class RunManifest(BaseModel):
             jobs=len(self.jobs),
             succeeded=sum(job.status == "success" for job in self.jobs),
             partial=sum(job.status == "partial" for job in self.jobs),
+            left=sum(job.status == "left" for job in self.jobs),
             failed=sum(job.status == "failed" for job in self.jobs),
             pending=reviews.count("pending"),
             accepted=reviews.count("accepted"),

@@ -41,7 +41,7 @@ SARIF_SCHEMA_URI = (
 SARIF_SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "sarif-schema-2.1.0.json"
 """The official schema (OASIS, errata 01), shipped so tests and users can validate offline."""
 SRCROOT = "%SRCROOT%"
-LEFT_STATUSES = frozenset({"failed", "interrupted", "partial"})
+LEFT_STATUSES = frozenset({"failed", "interrupted", "partial", "left"})
 
 _OPERATION_RULES = {
     "lint": "a lint job that failed, left fixable issues, or proposes fixes",
@@ -188,7 +188,7 @@ def _job_result(job: JobRecord, changes: list[FileChange]) -> dict[str, Any] | N
         return None
     if job.status in ("failed", "interrupted"):
         level = "error" if job.error else "warning"
-    elif job.status == "partial":
+    elif job.status in ("partial", "left"):
         level = "warning"
     else:
         level = "note"

@@ -6,8 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-AgentStatus = Literal["success", "partial", "failed", "skipped", "interrupted"]
-"""``partial``: the job did part of what it set out to do (changes to review, work left)."""
+AgentStatus = Literal["success", "partial", "left", "failed", "skipped", "interrupted"]
+"""``partial``: the job did part of what it set out to do (changes to review, work left).
+``left``: the job ran as it should and left its work to the person (no summary the host
+could vouch for, no input that gave a behaviour worth a test): a note to read, not a
+failure of Remora's. ``failed``: Remora could not do its job (a crash, a timeout, a tool
+or the sandbox failing)."""
 
 
 class TimelineEntry(BaseModel):
@@ -50,7 +54,7 @@ class AgentTelemetry(BaseModel):
         "their tokens are counted above).",
     )
     candidates_passed: int = Field(
-        default=0, description="Of those, distinct valid calls the host's screen accepted."
+        default=0, description="Of those, the valid calls the host's screen accepted."
     )
     model_latency_s: list[float] = Field(default_factory=list)
     tool_latency_s: dict[str, list[float]] = Field(default_factory=dict)

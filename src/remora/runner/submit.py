@@ -14,7 +14,7 @@ from typing import Any
 from remora.runner.result import AgentResult, AgentStatus, AgentTelemetry
 from remora.tools.result import ToolResult
 
-SUBMIT_STATUSES: tuple[AgentStatus, ...] = ("success", "partial", "failed", "skipped")
+SUBMIT_STATUSES: tuple[AgentStatus, ...] = ("success", "partial", "left", "failed", "skipped")
 _KNOWN_ARGUMENTS = frozenset({"status", "summary", "details", "changed_files", "error"})
 
 

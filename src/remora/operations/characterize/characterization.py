@@ -581,7 +581,7 @@ def characterization_result(ctx: CapabilityContext, path: str, qualname: str) ->
             write_characterization_tests(ctx, path, qualname)
         return {"ok": True, **run_characterization_tests(ctx, path, qualname)}
     except ToolError as exc:
-        return {"ok": False, "reason": exc.message}
+        return {"ok": False, "reason": exc.message, "code": exc.code}
 
 
 @capability

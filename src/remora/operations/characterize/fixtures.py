@@ -139,7 +139,7 @@ def fixtures_result(
             observe_cases(ctx, path, qualname, job.model_inputs)
         return {"ok": True, **write_fixtures(ctx, path, qualname, format)}
     except ToolError as exc:
-        return {"ok": False, "reason": exc.message}
+        return {"ok": False, "reason": exc.message, "code": exc.code}
 
 
 def fixture_path(module_path: str, qualname: str, kind: str) -> str:

@@ -171,15 +171,28 @@ def inputs_evidence(ctx: CapabilityContext, path: str, qualname: str) -> dict[st
     return {"kept": kept, "text": "\n".join(lines)}
 
 
+LEFT_CODES = frozenset({"TOOL_705", "TOOL_706"})
+"""Why a job wrote nothing that is the person's to decide, not Remora's failure: no input
+gave a behaviour worth a test or fixture, no generated test passed twice."""
+
+
+def _not_done(report: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of a job that wrote nothing: ``left`` for the person when nothing
+    observed was worth writing (:data:`LEFT_CODES`), else ``failed``."""
+    status = "left" if report.get("code") in LEFT_CODES else "failed"
+    return {"status": status, "summary": report["reason"], "details": {}}
+
+
 @capability
 def test_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
     """The test job's outcome on the host's word: the tests that pass twice and their
-    coverage, taking the steps not taken yet first (``failed`` when no test passes;
+    coverage, taking the steps not taken yet first (``left`` when no test passes or none is
+    worth writing, ``failed`` when a step broke;
     ``partial`` when they kill none of the function's mutants, since tests that notice no
     change to the code pin little, and a reviewer should know before accepting them)."""
     report = characterization_result(ctx, path, qualname)
     if not report["ok"]:
-        return {"status": "failed", "summary": report["reason"], "details": {}}
+        return _not_done(report)
     coverage = report["coverage"]
     job = draft(ctx, load_target(ctx, path, qualname).path, qualname)
     unmoved = job.clock_unmoved
@@ -222,12 +235,13 @@ def fixture_verdict(
     ctx: CapabilityContext, path: str, qualname: str, format: str = "json"
 ) -> dict[str, Any]:
     """The sample_data job's outcome on the host's word: the fixture file written from the
-    calls observed, validating and writing first when needed (``failed`` when none;
+    calls observed, validating and writing first when needed (``left`` when none is worth
+    writing, ``failed`` when a step broke;
     ``partial`` when every fixture raises or returns an empty value, since such a set shows
     how the function fails or that it runs, not how it is used)."""
     report = fixtures_result(ctx, path, qualname, format)
     if not report["ok"]:
-        return {"status": "failed", "summary": report["reason"], "details": {}}
+        return _not_done(report)
     total, raising, empty = report["fixtures"], report["raising"], report["empty"]
     uninformative = raising + empty == total
     summary = (

@@ -439,14 +439,15 @@ def _written(ctx: CapabilityContext, path: str, qualname: str) -> list[str]:
 def docstring_verdict(ctx: CapabilityContext, path: str, qualname: str) -> dict[str, Any]:
     """The job's outcome on the host's word: ``success`` when the docstring describes
     everything and the checkers find nothing, ``partial`` when it is written but leaves
-    something for the person (listed), ``failed`` when there is none."""
+    something for the person (listed), ``left`` when there is none (the summary is left for
+    the person)."""
     relative, text = read_text(ctx, path)
     tree = parse_python(text, relative)
     if docstring_of(tree, qualname) is None:
         refused = _refused(ctx, relative, qualname)
         why = f" (refused: {'; '.join(refused)})" if refused else ""
         return {
-            "status": "failed",
+            "status": "left",
             "summary": f"no docstring written for {qualname}: no usable summary{why}; left for you",
             "details": {"refused_summaries": list(refused)},
         }
@@ -486,7 +487,7 @@ def docstring_host_only(ctx: CapabilityContext, path: str, qualname: str) -> dic
     summary = parse_docstring(current).summary if current else ""
     if not summary:
         return {
-            "status": "failed",
+            "status": "left",
             "summary": f"no docstring written for {qualname}: its summary needs words and no "
             "model was asked (operations.docstring.options.use_model is false); left for you",
             "details": {},

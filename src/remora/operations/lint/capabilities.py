@@ -305,7 +305,7 @@ def lint_result(ctx: CapabilityContext, path: str) -> dict[str, Any]:
         }
     if attempts.asked:
         return {
-            "status": "failed",
+            "status": "left",
             "summary": f"Nothing changed{attempts.said()}; {left['count']} issue(s) for a person",
             "details": details,
         }
