@@ -30,12 +30,12 @@ def test_defaults_are_valid_and_deterministic() -> None:
     config = load_config(None, environ={}, operations=DEFAULTS).config
     assert config.runner.temperature == 0.0
     assert config.runner.tool_choice == "required"
-    assert config.runner.candidates == 4
+    assert config.runner.candidates == 1
     assert config.operations["docstring"].options == {
         "style": "auto",
         "use_model": True,
         "describe": False,
-        "similar_examples": True,
+        "similar_examples": False,
         "missing_only": False,
         "include_private": False,
         "include_tests": False,

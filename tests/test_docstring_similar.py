@@ -57,6 +57,10 @@ INVOICES = """def invoice_total(invoice):
 """
 
 
+SIMILAR = {"options": {"similar_examples": True}}
+"""The docstring operation's option that shows similar code's summaries (off by default)."""
+
+
 @pytest.fixture
 def no_shipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     monkeypatch.setattr(similar, "SHIPPED_INDEX", tmp_path / "absent.json.gz")
@@ -101,7 +105,7 @@ def test_the_projects_similar_summaries_are_shown_with_the_evidence(
     tmp_path: Path, no_shipped: None
 ) -> None:
     root = write_tree(tmp_path / "proj", {"shop/orders.py": ORDERS, "shop/invoices.py": INVOICES})
-    ctx = capability_context(root)
+    ctx = capability_context(root, system=SIMILAR)
     evidence = docstring_evidence(ctx, "shop/invoices.py", "invoice_total")
     assert evidence["similar"][0] == (
         "order_total(order, tax_rate): Sum the prices of an order's lines, with tax."
@@ -114,7 +118,7 @@ def test_the_projects_similar_summaries_are_shown_with_the_evidence(
 
 def test_a_definition_is_never_shown_its_own_summary(tmp_path: Path, no_shipped: None) -> None:
     root = write_tree(tmp_path / "proj", {"shop/orders.py": ORDERS})
-    ctx = capability_context(root)
+    ctx = capability_context(root, system=SIMILAR)
     node = ast.parse(ORDERS).body[1]
     assert isinstance(node, ast.FunctionDef)
     shown = similar_summaries(ctx, "shop/orders.py", node, "order_total")
@@ -145,7 +149,7 @@ def test_the_shipped_index_fills_in_but_never_with_the_same_name(
     shipped_index.cache_clear()
     try:
         root = write_tree(tmp_path / "proj", {"app/invoices.py": INVOICES})
-        ctx = capability_context(root)
+        ctx = capability_context(root, system=SIMILAR)
         node = ast.parse(INVOICES).body[0]
         assert isinstance(node, ast.FunctionDef)
         shown = similar_summaries(ctx, "app/invoices.py", node, "invoice_total")
@@ -158,7 +162,7 @@ def test_the_shipped_index_fills_in_but_never_with_the_same_name(
 
 def test_a_summary_copied_from_similar_code_is_refused(tmp_path: Path, no_shipped: None) -> None:
     root = write_tree(tmp_path / "proj", {"shop/orders.py": ORDERS, "shop/invoices.py": INVOICES})
-    ctx = capability_context(root)
+    ctx = capability_context(root, system=SIMILAR)
     docstring_evidence(ctx, "shop/invoices.py", "invoice_total")
     copied = docstring_write(
         ctx, "shop/invoices.py", "invoice_total", "Sum the prices of an order's lines, with tax."
@@ -169,6 +173,13 @@ def test_a_summary_copied_from_similar_code_is_refused(tmp_path: Path, no_shippe
         ctx, "shop/invoices.py", "invoice_total", "Add up the prices of the invoice's lines."
     )
     assert written["written"] is True
+
+
+def test_without_the_option_no_similar_summary_is_shown(tmp_path: Path, no_shipped: None) -> None:
+    root = write_tree(tmp_path / "proj", {"shop/orders.py": ORDERS, "shop/invoices.py": INVOICES})
+    evidence = docstring_evidence(capability_context(root), "shop/invoices.py", "invoice_total")
+    assert evidence["similar"] == []
+    assert "similar code" not in evidence["text"]
 
 
 def test_the_index_is_built_by_remora_train_index(tmp_path: Path) -> None:

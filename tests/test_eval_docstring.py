@@ -16,9 +16,9 @@ from remora.operations.docstring._format import name_summary
 from remora.operations.docstring.evaluation import (
     BASE_MODEL,
     BASELINE,
+    CANDIDATES,
     FIXED_STEPS,
     HOST_ONLY,
-    ONE_ANSWER,
     REFERENCE,
     REMORA,
     Chosen,
@@ -197,12 +197,12 @@ def test_host_only_writes_no_words_of_its_own(
 
 def test_remora_figures_and_progress(written: tuple[OperationReport, RecordingProgress]) -> None:
     report, progress = written
-    _, figures, _, one = report.remora
-    assert figures.variant == REMORA
+    _, figures, _, sampled = report.remora
+    assert figures.variant == REMORA and figures.candidates == 0
     # The scripted model is sure of its answers: each screened summary is given four times
-    # (screened once), and the one-answer row asks once.
-    assert figures.candidates == figures.candidates_passed == 4 * LIMIT
-    assert one.variant == ONE_ANSWER and one.candidates == 0
+    # (screened once); the default row asks once and screens nothing.
+    assert sampled.variant == CANDIDATES
+    assert sampled.candidates == sampled.candidates_passed == 4 * LIMIT
     assert figures.jobs == LIMIT
     assert sum(figures.statuses.values()) == LIMIT
     assert set(figures.statuses) <= {"success", "partial"}

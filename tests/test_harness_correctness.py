@@ -188,7 +188,7 @@ def test_the_agent_gets_its_operation_options() -> None:
         "style": "auto",
         "use_model": True,
         "describe": False,
-        "similar_examples": True,
+        "similar_examples": False,
         "missing_only": False,
         "include_private": False,
         "include_tests": False,

@@ -174,13 +174,14 @@ class RunnerConfig(_Section):
     job_timeout: float = Field(default=600.0, gt=0)
     concurrency: int = Field(default=2, ge=1)
     candidates: int = Field(
-        default=4,
+        default=1,
         ge=1,
         le=16,
         description="Answers asked of the model at a decision whose tool the host can screen "
         "(the docstring summary): the greedy one and samples, each checked by the host; the "
         "greedy one is used when it passes, else the passing sample closest to the other "
-        "passing ones, when one supports it. 1 asks for one greedy answer.",
+        "passing ones, when one supports it. 1 (the default, docs/evaluation.md) asks for one "
+        "greedy answer.",
     )
     candidate_temperature: float = Field(
         default=0.8, gt=0.0, le=2.0, description="Temperature of the sampled candidates."

@@ -43,8 +43,9 @@ class DocstringOptions(BaseModel):
     use_model: bool = True
     describe: bool = False
     # Show the model how maintainers summed up similar documented code: the project's own
-    # functions first, then the index of the training corpus shipped with Remora.
-    similar_examples: bool = True
+    # functions first, then the index of the training corpus shipped with Remora. Off until
+    # an adapter trained with them in its prompt beats the one without (docs/evaluation.md).
+    similar_examples: bool = False
     missing_only: bool = False
     include_private: bool = False
     include_tests: bool = False
@@ -59,8 +60,10 @@ DOCSTRING = Operation(
     evaluate=_evaluate,
     plan_episodes=corpus.plan_episodes,
     # Episodes exercise every description decision, in the sectioned style the shipped
-    # adapter was trained on (auto would give prose packages no sections to describe).
-    training_options={"describe": True, "style": "google"},
+    # adapter was trained on (auto would give prose packages no sections to describe), with
+    # the summaries of similar documented code in the prompt, so the next adapter learns to
+    # use them (the shipped one was trained without them).
+    training_options={"describe": True, "style": "google", "similar_examples": True},
     gate_metric="meaning",
     build_index=similar.build_index,
     summary="write docstrings checked by pydoclint and ruff (vs the original docstrings)",

@@ -31,10 +31,11 @@ Rows, each measured the same way on its own copy:
   (the model's descriptions are measured by running the whole evaluation with
   ``--set operations.docstring.options.describe=true``); left out, with a note, when the
   agent runs without an adapter and the rows are not named (it would repeat remora's run);
-* remora (one answer, no examples): the same as remora with ``runner.candidates=1`` and
-  ``operations.docstring.options.similar_examples=false``: the adapter's one greedy summary
-  without summaries of similar code in its prompt, as before either was there, so the two
-  show what they add and what they cost (jobs per minute, tokens per job).
+* remora (candidates, examples): the same as remora with ``runner.candidates=4`` and
+  ``operations.docstring.options.similar_examples=true``: four summaries asked at once and
+  screened (:mod:`remora.runner.candidates`), with summaries of similar documented code in
+  the prompt, both off by default until they beat the adapter's one greedy answer, so this
+  row shows what they add and what they cost (jobs per minute, tokens per job).
 
 Columns. Everything but public coverage is over the chosen functions, and a function
 without a docstring fails every check (similarities 0):
@@ -134,7 +135,7 @@ BASELINE = "name summary"
 REMORA = ADAPTER_ROW
 HOST_ONLY = HOST_ONLY_ROW
 BASE_MODEL = BASE_MODEL_ROW
-ONE_ANSWER = "remora (one answer, no examples)"
+CANDIDATES = "remora (candidates, examples)"
 REMORA_SETS = (
     "operations.docstring.options.missing_only=true",
     "discovery.node_types=[function]",
@@ -147,18 +148,18 @@ VARIANTS = (
     (REMORA, REMORA_SETS, "remora"),
     (BASE_MODEL, (*REMORA_SETS, BASE_MODEL_SETTING), "base-model"),
     (
-        ONE_ANSWER,
+        CANDIDATES,
         (
             *REMORA_SETS,
-            "runner.candidates=1",
-            "operations.docstring.options.similar_examples=false",
+            "runner.candidates=4",
+            "operations.docstring.options.similar_examples=true",
         ),
-        "one-answer",
+        "candidates",
     ),
 )
 """Remora's rows: the host alone, the default (the model with its adapter writes the
-summary, several candidates screened), the base model without the adapter and the
-adapter's one greedy answer; their names, settings and scratch folders."""
+summary), the base model without the adapter and the adapter with screened candidates and
+similar code's summaries; their names, settings and scratch folders."""
 CHECK_TIMEOUT_S = 300.0
 SHARED_STEPS = 6  # strip, observe, measure the originals, write and measure the baseline, meaning
 FIXED_STEPS = SHARED_STEPS + len(VARIANTS)  # and measuring each row's docstrings

@@ -405,7 +405,7 @@ def _similar(ctx: CapabilityContext, relative: str, qualname: str) -> list[Docum
     key = (relative, qualname)
     if key not in cache:
         options = ctx.system.get("options")
-        wanted = options.get("similar_examples", True) if isinstance(options, Mapping) else True
+        wanted = isinstance(options, Mapping) and bool(options.get("similar_examples", False))
         _, text = read_text(ctx, relative)
         node = locate(parse_python(text, relative), qualname, relative).node
         cache[key] = (
