@@ -142,10 +142,12 @@ def test_the_eval_runs_against_an_openai_compatible_server(
     report = json.loads((out / "report.json").read_text())
     [docstring] = report["reports"]
     assert len(docstring["selection"]) == 2
-    host_only, figures, _ = docstring["remora"]
+    host_only, figures, _, sampled = docstring["remora"]
     assert host_only["jobs"] == 2 and host_only["mean_turns"] == 0.0
     assert figures["jobs"] == 2 and sum(figures["statuses"].values()) == 2
-    assert figures["call_validity"] == 1.0
+    assert figures["call_validity"] == 1.0 and figures["candidates"] == 0
+    # A server answers one sample per request: the candidates row asks it four times.
+    assert sampled["candidates"] == 4 * sampled["jobs"] == 8
     assert (out / "report.md").read_text() == done.stdout
     assert (out / "work" / "original").is_dir()
 

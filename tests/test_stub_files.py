@@ -10,7 +10,8 @@ from remora.config import RemoraConfig
 from remora.discovery import discover
 from remora.errors import DiscoveryError
 from remora.operations import installed_operations
-from remora.operations.characterize import SampleDataOptions, TestOptions
+from remora.operations.characterize import SampleDataOptions
+from remora.operations.characterize import TestOptions as CharacterizationOptions
 from tests.stores import write_tree
 
 
@@ -36,8 +37,10 @@ def test_a_stub_file_named_explicitly_is_refused_with_why(tmp_path: Path) -> Non
     assert "stub file" in raised.value.message
 
 
-@pytest.mark.parametrize("model", [TestOptions, SampleDataOptions])
-def test_the_skip_hints_name_options_that_exist(model: type[TestOptions]) -> None:
+@pytest.mark.parametrize("model", [CharacterizationOptions, SampleDataOptions])
+def test_the_skip_hints_name_options_that_exist(
+    model: type[CharacterizationOptions] | type[SampleDataOptions],
+) -> None:
     options = model(include_private=True, include_tests=True)
     assert options.include_private and options.include_tests
     config = RemoraConfig(operations=installed_operations().default_configs())
