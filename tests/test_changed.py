@@ -206,3 +206,15 @@ def test_without_a_terminal_each_job_is_one_line_and_colour_follows_the_flag(
     assert "\x1b[" in coloured.stdout + coloured.stderr
     plain = remora(*MARKER, "analyze", "mod.py", "--ops", "marker", "--color", "never", cwd=root)
     assert "\x1b[" not in plain.stdout + plain.stderr
+
+
+def test_a_repositorys_own_git_config_runs_nothing(tmp_path: Path) -> None:
+    """git runs outside the sandbox: a command the project's .git/config names (a
+    filesystem monitor) must not run when --changed reads the diff."""
+    root = repository(tmp_path, {"shop.py": SHOP})
+    marker = tmp_path / "ran"
+    git(root, "config", "core.fsmonitor", f"touch {marker}; false")
+    (root / "shop.py").write_text(SHOP.replace("return basket.total()", "return 0"))
+    changes = git_changes(root)
+    assert set(changes) == {"shop.py"}
+    assert not marker.exists()

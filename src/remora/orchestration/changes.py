@@ -30,6 +30,10 @@ ChangedLines = Mapping[str, frozenset[int] | None]
 None for a new file, every node of which is changed."""
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 _GIT_TIMEOUT_S = 60.0
+_NO_PROJECT_COMMANDS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+"""git runs outside the sandbox, so nothing a repository's own config names may run: no
+filesystem monitor (``core.fsmonitor`` in a copied ``.git/config`` is a command), no hooks;
+``--no-ext-diff`` and ``--no-textconv`` keep diff drivers out."""
 
 
 def changed_jobs(
@@ -91,7 +95,15 @@ def git_changes(root: Path, ref: str = "HEAD") -> dict[str, frozenset[int] | Non
         merged = _git_ok(root, "merge-base", ref, "HEAD")
         base = merged.strip() if merged else ref
     diff = _git(
-        root, "diff", "--unified=0", "--find-renames", "--no-color", "--no-ext-diff", base, "--"
+        root,
+        "diff",
+        "--unified=0",
+        "--find-renames",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        base,
+        "--",
     )
     changes: dict[str, frozenset[int] | None] = {}
     path: str | None = None
@@ -164,7 +176,7 @@ def _run_git(root: Path, args: Sequence[str]) -> subprocess.CompletedProcess[str
         )
     try:
         return subprocess.run(
-            [executable, "-c", "core.quotepath=off", *args],
+            [executable, *_NO_PROJECT_COMMANDS, "-c", "core.quotepath=off", *args],
             cwd=root,
             capture_output=True,
             text=True,
