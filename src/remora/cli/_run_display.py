@@ -236,11 +236,8 @@ def results_table(result: RunResult) -> Table:
     table.add_column("summary", overflow="fold", ratio=4)
     table.add_column("turns", justify="right", no_wrap=True)
     table.add_column("changed", overflow="fold", ratio=2)
-    for job, outcome in sorted(
-        result.results, key=lambda item: (item[0].node.file_path, item[0].node.start_line)
-    ):
+    for job, outcome, summary in _in_file_order(result):
         style = _STATUS_STYLE.get(outcome.status, "")
-        summary = outcome.error if outcome.status == "failed" else outcome.summary
         table.add_row(
             shown(f"{job.node.qualname} ({job.node.file_path}:{job.node.start_line})"),
             job.operation,
@@ -252,15 +249,24 @@ def results_table(result: RunResult) -> Table:
     return table
 
 
+def _in_file_order(result: RunResult) -> list[tuple[PlannedJob, AgentResult, str]]:
+    """Each job with its outcome and what to say of it (the error of a failed one), by
+    file and position: the order of the results table and of the plain lines."""
+    ordered = sorted(
+        result.results, key=lambda item: (item[0].node.file_path, item[0].node.start_line)
+    )
+    return [
+        (job, outcome, (outcome.error if outcome.status == "failed" else outcome.summary) or "")
+        for job, outcome in ordered
+    ]
+
+
 def results_lines(result: RunResult) -> list[str]:
     """The results without a terminal (a CI log, a pipe): one plain line per job, in the
     table's order, nothing folded: ``status  operation  node (file:line): summary``; plain
     text, to print without markup."""
     lines: list[str] = []
-    for job, outcome in sorted(
-        result.results, key=lambda item: (item[0].node.file_path, item[0].node.start_line)
-    ):
-        summary = outcome.error if outcome.status == "failed" else outcome.summary
+    for job, outcome, summary in _in_file_order(result):
         changed = f" [changed: {', '.join(outcome.changed_files)}]" if outcome.changed_files else ""
         lines.append(
             visible(
