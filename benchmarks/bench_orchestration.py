@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 
 from remora.config import RemoraConfig
-from remora.contracts import JobKey
 from remora.discovery import discover
 from remora.operations import load_agents
-from remora.orchestration import Job, plan_jobs, run_job, run_jobs
+from remora.orchestration import plan_jobs, run_job, run_jobs
 from remora.tools.runtime import ToolRuntime
 from remora.watch import WatchCallbacks, Watcher
 from remora.workspace import WorkspaceManager
@@ -76,10 +75,10 @@ async def direct(root: Path, jobs: int, run: int) -> float:
     start = time.perf_counter()
     with ToolRuntime(config.tools) as runtime:
         for planned in plan.jobs[:jobs]:
-            key = JobKey("harness", planned.node.node_id, f"direct-{run}")
-            with manager.create("harness", planned.node.node_id, key.run_id) as store:
+            job = planned.in_run(f"direct-{run}")
+            with manager.create("harness", planned.node.node_id, job.run_id) as store:
                 await run_job(
-                    Job(agent=planned.agent, node=planned.node, key=key),
+                    job,
                     model=model,
                     runtime=runtime,
                     store=store,

@@ -47,7 +47,7 @@ def test_harness_episode_end_to_end(tmp_path: Path) -> None:
     emitter = CollectingEmitter()
     store = overlay_store(copy_sample(tmp_path))
     key = JobKey("harness", node.node_id, run_id="r1")
-    job = Job(agent=agent, node=node, key=key)
+    job = Job(agent=agent, node=node, operation=key.operation, run_id=key.run_id or "")
     with ToolRuntime(config.tools, emitter) as runtime:
         result = asyncio.run(
             run_job(job, model=model, runtime=runtime, store=store, config=config, emitter=emitter)
@@ -86,7 +86,7 @@ def test_system_prompt_override_and_invalid_call_recovery(tmp_path: Path) -> Non
     job = Job(
         agent=agent,
         node=node,
-        key=JobKey("harness", node.node_id),
+        operation="harness",
         system_prompt="Variant prompt.",
     )
     with ToolRuntime(config.tools) as runtime:
@@ -120,7 +120,7 @@ def test_a_file_node_too_large_for_the_context_is_outlined(tmp_path: Path) -> No
     model = ScriptedModel(
         [call("echo", text="textwrap.py"), call("submit_result", summary="echo returned it")]
     )
-    job = Job(agent=agent, node=node, key=JobKey("harness", node.node_id, run_id="r1"))
+    job = Job(agent=agent, node=node, operation="harness", run_id="r1")
     with ToolRuntime(config.tools) as runtime:
         result = asyncio.run(
             run_job(job, model=model, runtime=runtime, store=overlay_store(project), config=config)
@@ -155,7 +155,7 @@ def test_a_template_without_the_node_text_fits_nothing(tmp_path: Path) -> None:
     agent = load_agents([FIXER])["fixer"]  # its node context names the file only
     [node] = [n for n in discover([project], root=project).nodes if n.node_type == "file"]
     model = ScriptedModel([call("submit_result", summary="nothing")])
-    job = Job(agent=agent, node=node, key=JobKey("fixer", node.node_id, run_id="r1"))
+    job = Job(agent=agent, node=node, operation="fixer", run_id="r1")
     with ToolRuntime(config.tools) as runtime:
         result = asyncio.run(
             run_job(job, model=model, runtime=runtime, store=overlay_store(project), config=config)
@@ -176,7 +176,14 @@ def test_a_retry_samples_and_shows_the_model_what_the_person_found_wrong(
     requests = {}
     for retry, note in ((False, ""), (True, "say it in cents"), (True, "")):
         model = ScriptedModel(list(script))
-        job = Job(agent=agent, node=node, key=key, retry=retry, retry_note=note)
+        job = Job(
+            agent=agent,
+            node=node,
+            operation=key.operation,
+            run_id=key.run_id or "",
+            retry=retry,
+            retry_note=note,
+        )
         with ToolRuntime(config.tools) as runtime:
             asyncio.run(run_job(job, model=model, runtime=runtime, store=store, config=config))
         requests[(retry, note)] = model.requests[0]
@@ -208,7 +215,8 @@ def test_a_decision_prompt_declares_one_tool_and_caps_the_node(tmp_path: Path) -
     job = Job(
         agent=agent,
         node=node,
-        key=JobKey("docstring", node.node_id, run_id="r1"),
+        operation="docstring",
+        run_id="r1",
         options=options if isinstance(options, dict) else options.model_dump(),
     )
     with ToolRuntime(config.tools) as runtime:
@@ -224,3 +232,50 @@ def test_a_decision_prompt_declares_one_tool_and_caps_the_node(tmp_path: Path) -
     node_context = request.messages[1].content
     assert "def long_sum(values):" in node_context
     assert "total = total + 199" not in node_context
+
+
+def test_a_job_travels_by_pickle_and_json_and_runs_the_same(tmp_path: Path) -> None:
+    """The one job value carries nothing bound to the planning process: a pickled copy
+    (what another process or a Ray worker receives) and a JSON copy run to the same result,
+    with the agent's capabilities and options intact."""
+    import pickle
+
+    agents = load_agents()
+    node = sample_node("apply_discount")
+    job = Job(
+        agent=agents["docstring"],
+        node=node,
+        operation="docstring",
+        options={"style": "google", "use_model": False},
+        attempt=2,
+    ).in_run("r1", file_sha256="ab" * 32)
+    copied = pickle.loads(pickle.dumps(job))
+    assert copied.key == job.key and copied.file_sha256 == job.file_sha256
+    assert dict(copied.agent.capabilities) == dict(job.agent.capabilities)
+    assert copied.options == job.options
+    revived = Job.from_json(job.to_json(), agents)
+    assert revived == job
+    config = installed_operations().config()
+    results = []
+    for each in (job, copied, revived):
+        store = overlay_store(copy_sample(tmp_path / str(len(results))))
+        with ToolRuntime(config.tools) as runtime:
+            context = each.context(store, config, each.key.workspace_id)
+            current = asyncio.run(
+                runtime.run(each.agent.tool("read_signature"), {}, context)
+            )
+        results.append((current.outcome, current.result, context.system["options"]))
+    assert results[0][0] == "success"
+    assert results[0][2] == {"style": "google", "use_model": False}
+    assert results[0] == results[1] == results[2]
+
+
+def test_a_job_from_json_needs_its_agent_here() -> None:
+    agents = load_agents()
+    job = Job(agent=agents["docstring"], node=sample_node("apply_discount"), operation="docstring")
+    try:
+        Job.from_json(job.to_json(), {"lint": agents["lint"]})
+    except Exception as exc:  # noqa: BLE001 - the code is what matters
+        assert "RUN_025" in str(exc)
+    else:
+        raise AssertionError("a job whose agent is not loaded here was accepted")

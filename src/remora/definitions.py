@@ -50,6 +50,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import jinja2
@@ -299,6 +300,19 @@ class SubagentDefinition(BaseModel):
     def capabilities(self) -> Mapping[str, Capability]:
         """What the agent's scripts may call: the capabilities they were checked against."""
         return self._capabilities
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """Pickled with its capabilities as a plain mapping and without the compiled
+        template, so a job carrying the agent travels to another process."""
+        state = super().__getstate__()
+        private = dict(state.get("__pydantic_private__") or {})
+        private["_template"] = None
+        private["_capabilities"] = dict(private.get("_capabilities") or {})
+        return {**state, "__pydantic_private__": private}
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        super().__setstate__(state)
+        self._capabilities = MappingProxyType(dict(self._capabilities))
 
     def definition_digest(self) -> str:
         """A digest of what the agent asks and runs, without its adapter: its files but the

@@ -29,13 +29,13 @@ import yaml
 from pydantic import BaseModel, Field
 
 from remora.config import RemoraConfig
-from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL, JobKey
+from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL
 from remora.definitions import RenderedCall, SubagentDefinition
 from remora.discovery import CSTNode
 from remora.errors import RunnerError
 from remora.events import Emitter
 from remora.model.base import ModelClient, ModelRequest, ModelResponse, ToolCall, ToolSpec
-from remora.orchestration import Job, PlannedJob, new_run_id, run_jobs
+from remora.orchestration import Job, new_run_id, run_jobs
 from remora.orchestration.job import open_job
 from remora.runner import AgentResult, parse_response
 from remora.runner.guards import call_signature
@@ -351,8 +351,8 @@ async def _nodes_with_work(
         for node in nodes:
             if len(chosen) == needed or (cancel is not None and cancel.is_set()):
                 break
-            key = JobKey(agent.name, node.node_id)
-            job = Job(agent=agent, node=node, key=key, options=options)
+            job = Job(agent=agent, node=node, operation=agent.name, options=options)
+            key = job.key
             with open_job(
                 job,
                 manager=manager,
@@ -413,13 +413,12 @@ async def run_harness(
     records: list[EpisodeRecord] = []
     episodes = [(variant, index) for variant in variants for index in range(requests)]
 
-    def record(job: PlannedJob, result: AgentResult) -> None:
+    def record(job: Job, result: AgentResult) -> None:
         telemetry = result.telemetry
-        key = JobKey(job.operation, job.node.node_id, run_id, job.attempt)
-        made = recorder.calls.pop(key.conversation_id, [])
+        made = recorder.calls.pop(job.key.conversation_id, [])
         check = None
         if agent.expectation is not None:
-            system = Job(agent=agent, node=job.node, key=key, options=options).system_inputs()
+            system = job.system_inputs()
             expected = agent.expectation.render(system.as_dict())
             check = check_episode(agent, expected, with_host_submit(made, result), specs)
         episode = EpisodeRecord(
@@ -468,7 +467,7 @@ async def run_harness(
                 "point the harness at code the agent has work on",
             )
         jobs = [
-            PlannedJob(
+            Job(
                 agent=agent,
                 node=with_work[index % len(with_work)],
                 operation=agent.name,

@@ -39,7 +39,7 @@ from remora.discovery.walker import relative_to_root
 from remora.errors import DiscoveryError, RemoraError
 from remora.events import Emitter
 from remora.model.base import ModelClient
-from remora.orchestration import PlannedJob, RunResult, plan_jobs, run_jobs
+from remora.orchestration import Job, RunResult, plan_jobs, run_jobs
 from remora.orchestration.changes import ChangedLines, changed_between, changed_jobs
 from remora.regular_files import read_regular_file
 from remora.runner import AgentResult
@@ -56,9 +56,9 @@ class WatchCallbacks:
     on_ready: Callable[[int, int], Any] | None = None  # (nodes, files)
     on_problem: Callable[[DiscoveryProblem], Any] | None = None
     on_own_write: Callable[[str], Any] | None = None
-    on_done: Callable[[PlannedJob, AgentResult], Any] | None = None
+    on_done: Callable[[Job, AgentResult], Any] | None = None
     on_run: Callable[[RunResult], Any] | None = None
-    on_start: Callable[[Sequence[PlannedJob]], Any] | None = None  # a re-run begins
+    on_start: Callable[[Sequence[Job]], Any] | None = None  # a re-run begins
 
 
 @dataclass

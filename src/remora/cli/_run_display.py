@@ -35,7 +35,7 @@ from rich.text import Text
 from remora.cli._app import OPTIONS, err_console
 from remora.cli._text import shown, visible
 from remora.events import Event, JobFinished, JobStarted, ToolCallEvent, ToolResultEvent
-from remora.orchestration import PlannedJob, RunResult
+from remora.orchestration import Job, RunResult
 from remora.runner import AgentResult
 
 _STATUS_STYLE = {
@@ -144,7 +144,7 @@ class _CountsColumn(ProgressColumn):
 class RunDisplay:
     """Progress for one run; ``finished`` is the scheduler's per-job callback."""
 
-    def __init__(self, jobs: Sequence[PlannedJob], progress: Progress | None) -> None:
+    def __init__(self, jobs: Sequence[Job], progress: Progress | None) -> None:
         self.progress = progress
         self.counts: dict[str, Counter[str]] = {}
         self.totals: dict[str, int] = Counter(job.operation for job in jobs)
@@ -155,7 +155,7 @@ class RunDisplay:
             for operation, total in self.totals.items():
                 self.tasks[operation] = progress.add_task(operation, total=total, counts="")
 
-    def finished(self, job: PlannedJob, result: AgentResult) -> None:
+    def finished(self, job: Job, result: AgentResult) -> None:
         counts = self.counts.setdefault(job.operation, Counter())
         counts[result.status] += 1
         if self.progress is not None and self.overall is not None:
@@ -170,7 +170,7 @@ class RunDisplay:
             )
 
 
-def job_line(job: PlannedJob, result: AgentResult) -> str:
+def job_line(job: Job, result: AgentResult) -> str:
     """``operation qualname (file:line): status - summary or error``, as Rich markup."""
     detail = result.error if result.status == "failed" else result.summary
     return (
@@ -207,7 +207,7 @@ def running_jobs() -> RunningJobs:
 
 
 @contextmanager
-def run_display(jobs: Sequence[PlannedJob], running: RunningJobs) -> Iterator[RunDisplay]:
+def run_display(jobs: Sequence[Job], running: RunningJobs) -> Iterator[RunDisplay]:
     """Live bars on a terminal (the overall bar names the jobs in flight), per-job lines
     otherwise, nothing with ``-q``."""
     if not live_display():
@@ -249,7 +249,7 @@ def results_table(result: RunResult) -> Table:
     return table
 
 
-def _in_file_order(result: RunResult) -> list[tuple[PlannedJob, AgentResult, str]]:
+def _in_file_order(result: RunResult) -> list[tuple[Job, AgentResult, str]]:
     """Each job with its outcome and what to say of it (the error of a failed one), by
     file and position: the order of the results table and of the plain lines."""
     ordered = sorted(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from remora.discovery import DiscoveryProblem
-    from remora.orchestration import PlannedJob, RunResult
+    from remora.orchestration import Job, RunResult
     from remora.runner import AgentResult
 
 
@@ -73,11 +73,11 @@ def watch_command(
         if OPTIONS.verbosity > 0:
             err_console.print(f"{shown(path)}: written by an accept, not re-run")
 
-    def done(job: PlannedJob, result: AgentResult) -> None:
+    def done(job: Job, result: AgentResult) -> None:
         if OPTIONS.verbosity >= 0:
             err_console.print(job_line(job, result), highlight=False, soft_wrap=True)
 
-    def starting(jobs: Sequence[PlannedJob]) -> None:
+    def starting(jobs: Sequence[Job]) -> None:
         if OPTIONS.verbosity >= 0:
             files = sorted({job.node.file_path for job in jobs})
             err_console.print(

@@ -32,8 +32,8 @@ from remora.evaluation.report import RemoraFigures
 from remora.model import ModelClient
 from remora.model.factory import describe_backend
 from remora.orchestration import (
+    Job,
     JobRecord,
-    PlannedJob,
     ReviewService,
     open_emitter,
     plan_jobs,
@@ -189,7 +189,7 @@ class RemoraSession:
         emitter = open_emitter(config, manager.state_path)
         model = (self.model_factory or _real_client)(config.model)
 
-        def finished(job: PlannedJob, outcome: AgentResult) -> None:
+        def finished(job: Job, outcome: AgentResult) -> None:
             if on_job is not None:
                 on_job(JobRecord.from_result(outcome, job.node))
 

@@ -8,7 +8,6 @@ from remora.orchestration.job import Job, run_job
 from remora.orchestration.planning import (
     OperationProblem,
     Plan,
-    PlannedJob,
     plan_jobs,
     plan_retries,
 )
@@ -33,7 +32,6 @@ __all__ = [
     "JobRecord",
     "OperationProblem",
     "Plan",
-    "PlannedJob",
     "ReviewService",
     "RunManifest",
     "RunResult",

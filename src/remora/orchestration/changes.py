@@ -23,7 +23,7 @@ from pathlib import Path
 
 from remora.discovery import CSTNode
 from remora.errors import RunnerError
-from remora.orchestration.planning import PlannedJob
+from remora.orchestration.job import Job
 
 ChangedLines = Mapping[str, frozenset[int] | None]
 """Project-relative path (posix) to the changed line numbers of its current text (1-based);
@@ -37,8 +37,8 @@ filesystem monitor (``core.fsmonitor`` in a copied ``.git/config`` is a command)
 
 
 def changed_jobs(
-    jobs: Sequence[PlannedJob], nodes: Sequence[CSTNode], changed: ChangedLines
-) -> list[PlannedJob]:
+    jobs: Sequence[Job], nodes: Sequence[CSTNode], changed: ChangedLines
+) -> list[Job]:
     """The ``jobs`` whose node is, for the job's operation, the innermost node holding a
     changed line (any node of a new file), in their order."""
     by_file: dict[str, list[CSTNode]] = {}

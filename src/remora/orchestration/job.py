@@ -41,24 +41,41 @@ from remora.workspace import WorkspaceManager
 from remora.workspace.base import FileStore
 
 
-@dataclass
+@dataclass(frozen=True)
 class Job:
-    """What to run: the agent, the node, the operation's options, and the job's identity.
+    """One agent on one node: the value a job is, from planning to its result.
 
-    ``system_prompt`` replaces the agent's own (the harness compares prompt variants).
+    It carries what the job needs and nothing bound to the process that planned it (no
+    model, workspace or event stream), so it pickles and round-trips through JSON
+    (:meth:`to_json`, :meth:`from_json`) to run on another process or machine. ``options``
+    are the operation's, as its options model fills them from the config (one source of
+    defaults). ``run_id`` is empty until a run takes the job (:meth:`in_run`).
+    ``file_sha256`` is the digest of the node's file when the run planned it: a worker
+    whose copy of the project differs refuses the job. ``system_prompt`` replaces the
+    agent's own (the harness compares prompt variants). ``retry`` marks a rerun a review
+    asked for: the model samples (at temperature 0 it would repeat the rejected answer)
+    and is shown ``retry_note``, what the person found wrong.
     """
 
     agent: SubagentDefinition
     node: CSTNode
-    key: JobKey
+    operation: str
     options: Mapping[str, Any] = field(default_factory=dict)
+    attempt: int = 0
+    run_id: str = ""
+    file_sha256: str | None = None
     system_prompt: str | None = None
     retry: bool = False
     retry_note: str = ""
 
     @property
-    def operation(self) -> str:
-        return self.key.operation
+    def key(self) -> JobKey:
+        """The job's identity, from which every id (workspace, record, events) derives."""
+        return JobKey(self.operation, self.node.node_id, self.run_id or None, self.attempt)
+
+    def in_run(self, run_id: str, *, file_sha256: str | None = None) -> Job:
+        """The job as run ``run_id`` takes it (and the digest of its file, when known)."""
+        return replace(self, run_id=run_id, file_sha256=file_sha256 or self.file_sha256)
 
     def system_inputs(self, workspace_id: str | None = None) -> SystemInputs:
         """The values ``.pym`` scripts and the node-context template may use."""
@@ -78,6 +95,39 @@ class Job:
             system=system,
             capabilities=self.agent.capabilities,
         )
+
+    def to_json(self) -> str:
+        """The job as JSON: the agent by its definition file, the rest as data."""
+        return json.dumps(
+            {
+                "agent": {"name": self.agent.name, "directory": str(self.agent.directory)},
+                "node": self.node.model_dump(mode="json"),
+                "operation": self.operation,
+                "options": dict(self.options),
+                "attempt": self.attempt,
+                "run_id": self.run_id,
+                "file_sha256": self.file_sha256,
+                "system_prompt": self.system_prompt,
+                "retry": self.retry,
+                "retry_note": self.retry_note,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str, agents: Mapping[str, SubagentDefinition]) -> Job:
+        """A job :meth:`to_json` wrote, with its agent found in ``agents`` by name and
+        folder (RUN_025 when none of them was loaded from there)."""
+        data = json.loads(text)
+        wanted = data.pop("agent")
+        agent = agents.get(wanted["name"])
+        if agent is None or str(agent.directory) != wanted["directory"]:
+            raise RemoraError(
+                "RUN_025",
+                f"the job's agent {wanted['name']} ({wanted['directory']}) is not among the "
+                "agents loaded here",
+                "load the same agents (agents.dirs) where the job runs",
+            )
+        return cls(agent=agent, node=CSTNode.model_validate(data.pop("node")), **data)
 
 
 @dataclass

@@ -12,28 +12,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from remora.config import RemoraConfig
 from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode
-
-
-@dataclass(frozen=True)
-class PlannedJob:
-    """One agent on one node; ``attempt`` and ``system_prompt`` serve the harness, which runs
-    the same node several times with different prompts."""
-
-    agent: SubagentDefinition
-    node: CSTNode
-    operation: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-    attempt: int = 0
-    system_prompt: str | None = None
-    retry: bool = False
-    """A rerun a review asked for: the model samples (a rerun at temperature 0 would
-    repeat the rejected answer) and is shown ``retry_note``, what the person found wrong."""
-    retry_note: str = ""
+from remora.orchestration.job import Job
 
 
 @dataclass(frozen=True)
@@ -49,11 +32,11 @@ class OperationProblem:
 class Plan:
     """The jobs of a run, the operations they belong to, and what could not be planned."""
 
-    jobs: list[PlannedJob] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
     operations: list[str] = field(default_factory=list)
     problems: list[OperationProblem] = field(default_factory=list)
 
-    def jobs_for(self, operation: str) -> list[PlannedJob]:
+    def jobs_for(self, operation: str) -> list[Job]:
         return [job for job in self.jobs if job.operation == operation]
 
 
@@ -101,7 +84,7 @@ def plan_jobs(
             continue
         plan.operations.append(operation)
         plan.jobs.extend(
-            PlannedJob(agent=agent, node=node, operation=operation, options=settings.options)
+            Job(agent=agent, node=node, operation=operation, options=settings.options)
             for node in nodes
             if node.node_type in agent.applies_to
         )

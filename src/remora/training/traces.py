@@ -52,7 +52,7 @@ from rich.progress import (
 )
 
 from remora.config import RemoraConfig
-from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL, JobKey
+from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL
 from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode, discover
 from remora.errors import RemoraError, TrainingError
@@ -506,9 +506,15 @@ class Session:
                 return outcome("skipped", "the node is not found in the scratch copy")
             node = found[0]
             manager = WorkspaceManager(root)
-            key = JobKey(self.agent.name, node.node_id, self.run_id, attempt)
             options = {**self.options, **episode.options}
-            job = Job(agent=self.agent, node=node, key=key, options=options)
+            job = Job(
+                agent=self.agent,
+                node=node,
+                operation=self.agent.name,
+                options=options,
+                attempt=attempt,
+                run_id=self.run_id,
+            )
             try:
                 with open_job(
                     job, manager=manager, runtime=self.runtime, config=self.config
