@@ -25,7 +25,7 @@ from typing import Any
 from remora.events import JsonlEmitter
 from remora.model.base import Message, ModelRequest, ToolCall, ToolSpec
 from remora.model.functiongemma import render_call
-from remora.runner import LoopSettings, LoopTool, run_agent
+from remora.runner import AgentRun, LoopSettings, LoopTool, run_agent, watching
 from remora.testing import ScriptedModel, Step
 from remora.tools.result import ToolResult
 
@@ -112,16 +112,17 @@ async def bare_episode(native: bool) -> None:
 async def remora_episode(native: bool, emitter: JsonlEmitter) -> None:
     model = ScriptedModel(script(native), usage=False)
     result = await run_agent(
+        AgentRun(
+            system_prompt=SYSTEM,
+            node_context=NODE,
+            tools=TOOLS,
+            settings=LoopSettings(max_turns=TURNS),
+            operation="lint",
+            node_id="bench",
+        ),
         model=model,
-        system_prompt=SYSTEM,
-        node_context=NODE,
-        tools=TOOLS,
         invoke=instant_tool,
-        settings=LoopSettings(max_turns=TURNS),
-        operation="lint",
-        node_id="bench",
-        changed_paths=list,
-        emitter=emitter,
+        observers=watching(emitter),
     )
     if result.status != "success" or result.telemetry.turns != TURNS:
         raise SystemExit(f"benchmark episode did not run as scripted: {result.error}")

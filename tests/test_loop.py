@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ import pytest
 from remora.errors import ModelError, RunnerError, ToolError
 from remora.events import CollectingEmitter, GuardTriggeredEvent, ToolCallEvent
 from remora.model.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
-from remora.runner import AgentResult, LoopSettings, LoopTool, run_agent
+from remora.runner import AgentResult, AgentRun, LoopSettings, LoopTool, run_agent, watching
 from remora.runner.history import estimate_tokens
 from remora.testing import ScriptedModel, ScriptedTools, ScriptExhaustedError, Step, call
 from remora.tools.result import ToolResult
@@ -131,17 +132,27 @@ def run(
     emitter = CollectingEmitter()
     result = asyncio.run(
         run_agent(
+            AgentRun(
+                system_prompt=SYSTEM,
+                node_context=NODE,
+                tools=TOOLS if tools is None else tools,
+                settings=settings or LoopSettings(max_turns=6),
+                operation="lint",
+                node_id="abc123",
+                workspace_id="ws-1",
+                **{
+                    name: kwargs.pop(name)
+                    for name in [f.name for f in dataclasses.fields(AgentRun)]
+                    if name in kwargs
+                },
+            ),
             model=model,
-            system_prompt=SYSTEM,
-            node_context=NODE,
-            tools=TOOLS if tools is None else tools,
             invoke=invoker,
-            settings=settings or LoopSettings(max_turns=6),
-            operation="lint",
-            node_id="abc123",
-            workspace_id="ws-1",
             changed_paths=workspace.changed_paths,
-            emitter=emitter,
+            observers=[
+                *watching(emitter, kwargs.pop("transcript_path", None)),
+                *kwargs.pop("observers", []),
+            ],
             **kwargs,
         )
     )
@@ -854,16 +865,16 @@ def test_task_cancellation_propagates_after_agent_done() -> None:
     async def main() -> None:
         task = asyncio.create_task(
             run_agent(
+                AgentRun(
+                    system_prompt=SYSTEM,
+                    node_context=NODE,
+                    tools=TOOLS,
+                    operation="lint",
+                    node_id="n",
+                ),
                 model=ScriptedModel([slow]),
-                system_prompt=SYSTEM,
-                node_context=NODE,
-                tools=TOOLS,
                 invoke=make_tools(Workspace()),
-                settings=LoopSettings(),
-                operation="lint",
-                node_id="n",
-                changed_paths=list,
-                emitter=emitter,
+                observers=watching(emitter),
             )
         )
         await asyncio.sleep(0.01)
@@ -1000,3 +1011,55 @@ def test_a_tool_left_as_the_only_next_step_is_not_called_unless_it_is_a_host_ste
     assert outcome.tools.names() == ["run_linter", "submit_result"]
     assert len(outcome.model.requests) == 2
     assert outcome.result.telemetry.host_steps == 0
+
+
+def test_observers_see_every_step_and_the_loop_needs_none() -> None:
+    """Telemetry, events and transcripts are observers: an added one sees each step in
+    order, and without any but the loop's own telemetry the result is the same."""
+    from remora.runner import LoopObserver
+
+    class Steps(LoopObserver):
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def started(self, run: AgentRun) -> None:
+            self.seen.append(f"started {run.operation}")
+
+        def requested(self, turn: int, request: Any, allowed: list[str]) -> None:
+            self.seen.append(f"requested {turn}")
+
+        def tool_called(self, turn: int, call: Any, effect: str, host_step: bool) -> None:
+            self.seen.append(f"called {call.name}")
+
+        def finished(self, result: AgentResult) -> None:
+            self.seen.append(f"finished {result.status}")
+
+    steps = Steps()
+    script = [call("run_linter"), SUBMIT_OK]
+    watched = run(script, observers=[steps])
+    assert steps.seen == [
+        "started lint",
+        "requested 1",
+        "called run_linter",
+        "requested 2",
+        "called submit_result",
+        "finished success",
+    ]
+    bare = asyncio.run(
+        run_agent(
+            AgentRun(
+                system_prompt=SYSTEM, node_context=NODE, tools=TOOLS, operation="lint", node_id="x"
+            ),
+            model=ScriptedModel(script),
+            invoke=make_tools(Workspace()),
+        )
+    )
+    assert bare.status == watched.result.status == "success"
+    assert (
+        bare.telemetry.tool_calls
+        == watched.result.telemetry.tool_calls
+        == {
+            "run_linter": 1,
+            "submit_result": 1,
+        }
+    )

@@ -7,7 +7,7 @@ from typing import Any
 
 from remora.events import CollectingEmitter
 from remora.model.base import ModelRequest, ModelResponse, ToolCall, ToolSpec
-from remora.runner import LoopSettings, LoopTool, run_agent
+from remora.runner import AgentRun, LoopSettings, LoopTool, run_agent, watching
 from remora.runner.candidates import call_words, choose, most_agreed, similarity
 from remora.testing import ScriptedModel, call
 from remora.tools.result import ToolResult
@@ -63,18 +63,19 @@ def answer(summary: str) -> ModelResponse:
 def run(model: ScriptedModel, tools: Tools, candidates: int) -> Any:
     return asyncio.run(
         run_agent(
+            AgentRun(
+                system_prompt="system",
+                node_context="def f(): ...",
+                tools=[READ, WRITE, SUBMIT],
+                opening=["read_code"],
+                settings=LoopSettings(max_turns=4, candidates=candidates),
+                operation="docstring",
+                node_id="n1",
+            ),
             model=model,
-            system_prompt="system",
-            node_context="def f(): ...",
-            tools=[READ, WRITE, SUBMIT],
-            opening=["read_code"],
             invoke=tools.invoke,
             screen=tools.screen,
-            settings=LoopSettings(max_turns=4, candidates=candidates),
-            operation="docstring",
-            node_id="n1",
-            changed_paths=list,
-            emitter=CollectingEmitter(),
+            observers=watching(CollectingEmitter()),
         )
     )
 
@@ -159,17 +160,18 @@ def test_a_decision_with_other_tools_allowed_is_not_sampled() -> None:
     tools = Tools()
     asyncio.run(
         run_agent(
+            AgentRun(
+                system_prompt="system",
+                node_context="def f(): ...",
+                tools=[WRITE, other, SUBMIT],
+                settings=LoopSettings(max_turns=4, candidates=4),
+                operation="docstring",
+                node_id="n1",
+            ),
             model=model,
-            system_prompt="system",
-            node_context="def f(): ...",
-            tools=[WRITE, other, SUBMIT],
             invoke=tools.invoke,
             screen=tools.screen,
-            settings=LoopSettings(max_turns=4, candidates=4),
-            operation="docstring",
-            node_id="n1",
-            changed_paths=list,
-            emitter=CollectingEmitter(),
+            observers=watching(CollectingEmitter()),
         )
     )
     assert model.requests[0].samples == 1

@@ -19,7 +19,7 @@ import pytest
 from remora.config import ToolsConfig
 from remora.events import CollectingEmitter
 from remora.model.base import ToolSpec
-from remora.runner import LoopSettings, LoopTool, run_agent
+from remora.runner import AgentRun, LoopSettings, LoopTool, run_agent, watching
 from remora.runner.history import tool_message
 from remora.testing import ScriptedModel, call
 from remora.tools.capabilities import Capability, CapabilityContext
@@ -202,16 +202,17 @@ def run_loop(invoke: Any, settings: LoopSettings) -> tuple[Any, float, ScriptedM
     def go() -> Any:
         return asyncio.run(
             run_agent(
+                AgentRun(
+                    system_prompt="You fix code.",
+                    node_context="def f(): pass",
+                    tools=LOOP_TOOLS,
+                    settings=settings,
+                    operation="lint",
+                    node_id="n1",
+                ),
                 model=model,
-                system_prompt="You fix code.",
-                node_context="def f(): pass",
-                tools=LOOP_TOOLS,
                 invoke=invoke,
-                settings=settings,
-                operation="lint",
-                node_id="n1",
-                changed_paths=list,
-                emitter=CollectingEmitter(),
+                observers=watching(CollectingEmitter()),
             )
         )
 

@@ -36,9 +36,7 @@ filesystem monitor (``core.fsmonitor`` in a copied ``.git/config`` is a command)
 ``--no-ext-diff`` and ``--no-textconv`` keep diff drivers out."""
 
 
-def changed_jobs(
-    jobs: Sequence[Job], nodes: Sequence[CSTNode], changed: ChangedLines
-) -> list[Job]:
+def changed_jobs(jobs: Sequence[Job], nodes: Sequence[CSTNode], changed: ChangedLines) -> list[Job]:
     """The ``jobs`` whose node is, for the job's operation, the innermost node holding a
     changed line (any node of a new file), in their order."""
     by_file: dict[str, list[CSTNode]] = {}

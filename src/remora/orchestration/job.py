@@ -28,11 +28,12 @@ from remora.contracts import JobKey, SystemInputs
 from remora.definitions import SubagentDefinition
 from remora.discovery import CSTNode
 from remora.errors import RemoraError
-from remora.events import Emitter, NullEmitter
+from remora.events import Emitter
 from remora.model.base import ModelClient
 from remora.orchestration.fit import READ_TOOL, FittedText, fit_node_text, node_budget
-from remora.runner import AgentResult, LoopSettings, LoopTool, run_agent
+from remora.runner import AgentResult, AgentRun, LoopSettings, LoopTool, run_agent
 from remora.runner.history import MESSAGE_OVERHEAD, TokenCounter, estimate_tokens
+from remora.runner.observers import watching
 from remora.tools.capabilities import CapabilityContext
 from remora.tools.result import ToolResult
 from remora.tools.runtime import ToolRuntime
@@ -303,7 +304,6 @@ async def run_job(
 
     ``context`` is the job's (from :func:`open_job`); without one a fresh one is built.
     ``evidence`` (what the precheck found) follows the node context in the first message."""
-    emitter = emitter or NullEmitter()
     agent = job.agent
     key = job.key
     context = context or job.context(store, config, workspace_id)
@@ -347,29 +347,31 @@ async def run_job(
     )
     chosen = config.model.adapter_for(agent.name, agent.model)
     adapter = str(chosen) if chosen is not None else None
-    result = await run_agent(
-        model=model,
+    run = AgentRun(
         system_prompt=system_prompt,
         node_context=node_context,
-        tools=tools,
-        invoke=invoke,
-        settings=settings,
+        tools=tuple(tools),
         operation=key.operation,
         node_id=key.node_id,
-        changed_paths=store.changed_paths,
-        emitter=emitter,
+        settings=settings,
+        run_id=key.run_id,
+        job_id=key.job_id,
         workspace_id=workspace_id,
-        count_tokens=counter,
         conversation_id=key.conversation_id,
         adapter=adapter,
         model_id=operation.model_id if operation is not None else None,
-        cancel=cancel,
-        transcript_path=transcript_path,
-        run_id=key.run_id,
-        job_id=key.job_id,
-        opening=agent.opening,
+        opening=tuple(agent.opening),
         declare_allowed_only=agent.initial_context.declared_tools == "allowed",
+    )
+    result = await run_agent(
+        run,
+        model=model,
+        invoke=invoke,
+        changed_paths=store.changed_paths,
         screen=screen,
+        cancel=cancel,
+        count_tokens=counter,
+        observers=watching(emitter, transcript_path),
     )
     if fitted is not None and fitted.cut:
         result.details["node_outlined"] = fitted.describe()

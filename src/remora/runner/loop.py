@@ -18,20 +18,11 @@ import json
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from remora.contracts import HOST_STEP_ID, SUBMIT_TOOL
 from remora.errors import ModelError, RemoraError, RunnerError
-from remora.events import (
-    AgentDoneEvent,
-    Emitter,
-    GuardTriggeredEvent,
-    ModelRequestEvent,
-    ModelResponseEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-)
 from remora.model.base import (
     Message,
     ModelClient,
@@ -41,21 +32,20 @@ from remora.model.base import (
     ToolSpec,
 )
 from remora.runner.candidates import call_words, choose
-from remora.runner.catalog import LoopTool, ToolCatalog, ToolInvoker
+from remora.runner.catalog import ToolCatalog, ToolInvoker
 from remora.runner.guards import (
     HOST_FINISH,
-    REQUERY,
     CallRecord,
     GuardFiring,
     Guards,
     call_signature,
 )
 from remora.runner.history import History, TokenCounter, estimate_tokens
+from remora.runner.observers import LoopObserver, TelemetryRecorder
 from remora.runner.parsing import ParseResult, parse_response
-from remora.runner.result import AgentResult, AgentTelemetry, TimelineEntry
-from remora.runner.settings import LoopSettings
+from remora.runner.result import AgentResult, AgentTelemetry
+from remora.runner.run import AgentRun
 from remora.runner.submit import normalize_path, submitted_result
-from remora.runner.transcript import Transcript
 from remora.runner.validation import CallValidator
 from remora.tools.result import ToolResult
 
@@ -65,70 +55,42 @@ _TOOL_DEADLINE_GRACE_S = 2.0
 
 
 async def run_agent(
+    run: AgentRun,
     *,
     model: ModelClient,
-    system_prompt: str,
-    node_context: str,
-    tools: Sequence[LoopTool],
     invoke: ToolInvoker,
-    settings: LoopSettings,
-    operation: str,
-    node_id: str,
-    changed_paths: Callable[[], list[str]],
-    emitter: Emitter,
-    workspace_id: str | None = None,
-    count_tokens: TokenCounter | None = None,
-    conversation_id: str | None = None,
-    adapter: str | None = None,
-    model_id: str | None = None,
-    cancel: asyncio.Event | None = None,
-    transcript_path: Path | None = None,
-    run_id: str | None = None,
-    job_id: str | None = None,
-    opening: Sequence[str] = (),
-    declare_allowed_only: bool = False,
+    changed_paths: Callable[[], list[str]] = list,
     screen: ToolInvoker | None = None,
+    cancel: asyncio.Event | None = None,
+    count_tokens: TokenCounter | None = None,
+    observers: Sequence[LoopObserver] = (),
 ) -> AgentResult:
     """Run one agent to a structured result; see the module docstring for the contract.
 
-    ``opening`` names host steps (tools marked ``host_step``) the host takes before the
-    model's first turn, in order, as if each were the only next tool.
-    ``declare_allowed_only`` declares to the model only the tools it may call that turn
-    (a short decision prompt) instead of the whole catalog. ``screen`` runs the host's
-    checks of a call of a ``screened`` tool without running it: at a turn where that tool is
-    the only one allowed, ``settings.candidates`` answers are asked for and the screened
-    survivor that agrees most with the others is used (:mod:`remora.runner.candidates`).
+    ``run`` is what to do; beside it, what is bound to this process: the ``model``, the
+    tools (``invoke``), what the job's workspace has changed (``changed_paths``) and who
+    watches (``observers``: events, transcripts; :func:`~.observers.watching`).
+    ``screen`` runs the host's checks of a call of a ``screened`` tool without running
+    it: at a turn where that tool is the only one allowed, ``settings.candidates``
+    answers are asked for and the screened survivor that agrees most with the others is
+    used (:mod:`remora.runner.candidates`).
 
     Raises ``RunnerError`` (RUN_001) before the first turn when the tools or settings are
     unusable. ``cancel`` (e.g. set on Ctrl-C) and ``settings.job_timeout`` stop the run
     between steps with status ``interrupted``; a model call in flight is abandoned, a
     tool call in flight is allowed to finish, within the job's deadline, which it is given
     (it is abandoned two seconds after it). If the task itself is cancelled, the
-    ``agent_done`` event is still emitted before the cancellation propagates.
+    observers still see the run finish before the cancellation propagates.
     """
     loop = AgentLoop(
+        run,
         model=model,
-        system_prompt=system_prompt,
-        node_context=node_context,
-        tools=tools,
         invoke=invoke,
-        settings=settings,
-        operation=operation,
-        node_id=node_id,
         changed_paths=changed_paths,
-        emitter=emitter,
-        workspace_id=workspace_id,
-        count_tokens=count_tokens,
-        conversation_id=conversation_id,
-        adapter=adapter,
-        model_id=model_id,
-        cancel=cancel,
-        transcript_path=transcript_path,
-        run_id=run_id,
-        job_id=job_id,
-        opening=opening,
-        declare_allowed_only=declare_allowed_only,
         screen=screen,
+        cancel=cancel,
+        count_tokens=count_tokens,
+        observers=observers,
     )
     return await loop.run()
 
@@ -138,41 +100,31 @@ class AgentLoop:
 
     def __init__(
         self,
+        run: AgentRun,
         *,
         model: ModelClient,
-        system_prompt: str,
-        node_context: str,
-        tools: Sequence[LoopTool],
         invoke: ToolInvoker,
-        settings: LoopSettings,
-        operation: str,
-        node_id: str,
-        changed_paths: Callable[[], list[str]],
-        emitter: Emitter,
-        workspace_id: str | None = None,
-        count_tokens: TokenCounter | None = None,
-        conversation_id: str | None = None,
-        adapter: str | None = None,
-        model_id: str | None = None,
-        cancel: asyncio.Event | None = None,
-        transcript_path: Path | None = None,
-        run_id: str | None = None,
-        job_id: str | None = None,
-        opening: Sequence[str] = (),
-        declare_allowed_only: bool = False,
+        changed_paths: Callable[[], list[str]] = list,
         screen: ToolInvoker | None = None,
+        cancel: asyncio.Event | None = None,
+        count_tokens: TokenCounter | None = None,
+        observers: Sequence[LoopObserver] = (),
     ) -> None:
-        self.catalog = ToolCatalog(tools)
+        if run.conversation_id is None:
+            run = replace(
+                run, conversation_id=f"{run.operation}:{run.node_id}:{uuid.uuid4().hex[:12]}"
+            )
+        self.spec = run
+        settings = run.settings
+        self.catalog = ToolCatalog(run.tools)
         self.screen = screen
-        self.declare_allowed_only = declare_allowed_only
-        unknown = [name for name in opening if name not in self.catalog.host_steps]
+        unknown = [name for name in run.opening if name not in self.catalog.host_steps]
         if unknown:
             raise RunnerError(
                 "RUN_001",
                 f"opening step(s) {unknown} are not host steps of this agent",
                 "mark them 'step: host' or leave them out of 'opening'",
             )
-        self.opening = tuple(opening)
         self.validator = CallValidator(self.catalog.specs)
         self.settings = settings
         self.guards = Guards(self.catalog, settings)
@@ -181,52 +133,51 @@ class AgentLoop:
             json.dumps([spec.model_dump() for spec in self.catalog.specs], ensure_ascii=False)
         )
         self.history = History(
-            system_prompt,
-            node_context,
+            run.system_prompt,
+            run.node_context,
             budget=settings.prompt_budget - catalog_tokens,
             count_tokens=count_tokens,
             max_result_chars=settings.max_result_chars,
         )
-        self.telemetry = AgentTelemetry()
+        self.recorder = TelemetryRecorder()
+        self.observers: tuple[LoopObserver, ...] = (self.recorder, *observers)
         self.model = model
         self.invoke = invoke
-        self.operation = operation
-        self.node_id = node_id
-        self.workspace_id = workspace_id
         self.changed_paths = changed_paths
-        self.emitter = emitter
-        self.adapter = adapter
-        self.model_id = model_id
         self.cancel = cancel
-        self.conversation_id = conversation_id or f"{operation}:{node_id}:{uuid.uuid4().hex[:12]}"
-        self.run_id = run_id
-        self.job_id = job_id
         self.choices: dict[str, list[Any]] = {}
         self.next_tools: list[str] | None = None
-        self._transcript_path = transcript_path
-        self._transcript = Transcript(None, "")
         self._started = 0.0
         self._deadline = 0.0
         self._turn = 0
 
+    @property
+    def telemetry(self) -> AgentTelemetry:
+        return self.recorder.telemetry
+
+    @property
+    def conversation_id(self) -> str:
+        assert self.spec.conversation_id is not None
+        return self.spec.conversation_id
+
     async def run(self) -> AgentResult:
         self._started = time.monotonic()
         self._deadline = self._started + self.settings.job_timeout
-        self._transcript = Transcript(
-            self._transcript_path, f"{self.operation} {self.node_id} ({self.conversation_id})"
-        )
+        for observer in self.observers:
+            observer.started(self.spec)
         try:
             result = await self._run()
         except asyncio.CancelledError:
             self._finish(self._interrupted(CANCELLED))
             raise
         except BaseException:
-            self._transcript.close("crashed")
+            for observer in self.observers:
+                observer.crashed()
             raise
         return self._finish(result)
 
     async def _run(self) -> AgentResult:
-        for name in self.opening:
+        for name in self.spec.opening:
             self.next_tools = [name]
             finished = await self._host_steps(0)
             if finished is not None:
@@ -258,30 +209,27 @@ class AgentLoop:
                     max_tokens=self.settings.max_tokens,
                     choices=dict(self.choices),
                     conversation_id=self.conversation_id,
-                    adapter=self.adapter,
-                    model_id=self.model_id,
+                    adapter=self.spec.adapter,
+                    model_id=self.spec.model_id,
                     samples=samples,
                     sample_temperature=self.settings.candidate_temperature,
                 )
             )
-            self._emit(
-                ModelRequestEvent(
-                    turn=turn,
-                    messages=len(request.messages),
-                    allowed_tools=allowed if allowed is not None else list(self.catalog.names),
-                    tool_choice=plan.tool_choice,
-                )
-            )
-            self._transcript.request(turn, request)
+            shown = allowed if allowed is not None else list(self.catalog.names)
+            for observer in self.observers:
+                observer.requested(turn, request, shown)
             started = time.perf_counter()
             try:
                 response = await self._complete(request)
             except ModelError as exc:
-                self.telemetry.turns = turn
+                for observer in self.observers:
+                    observer.model_failed(turn, exc.render())
                 return self._failed(exc.render())
             if response is None:
                 return self._interrupted(self._stop_reason() or CANCELLED)
-            self._record_model(turn, response, time.perf_counter() - started)
+            latency = time.perf_counter() - started
+            for observer in self.observers:
+                observer.answered(turn, response, latency)
             if samples > 1:
                 response = await self._chosen(turn, narrowed, request, response)
             finished = await self._handle(turn, narrowed, response)
@@ -319,12 +267,6 @@ class AgentLoop:
             if extra is None:
                 return response
             answers += extra
-        telemetry = self.telemetry
-        for answer in answers[1:]:
-            telemetry.prompt_tokens += answer.usage.prompt_tokens
-            telemetry.completion_tokens += answer.usage.completion_tokens
-            telemetry.cached_prompt_tokens += answer.usage.cached_prompt_tokens
-        telemetry.candidates += len(answers)
         accepted: list[frozenset[str] | None] = []
         screened: dict[str, ToolResult] = {}
         verdicts: list[str] = []
@@ -347,15 +289,11 @@ class AgentLoop:
                 continue
             verdicts.append(f"{said} passed")
             accepted.append(call_words(call.arguments))
-        telemetry.candidates_passed += sum(words is not None for words in accepted)
         index = choose(accepted)
         chosen = answers[index] if index is not None else response
-        self._transcript.note(
-            turn,
-            f"{len(answers)} candidates: "
-            + "; ".join(f"{number}: {verdict}" for number, verdict in enumerate(verdicts))
-            + f"; chosen: {index if index is not None else 'none (the greedy one goes on)'}",
-        )
+        passed = sum(words is not None for words in accepted)
+        for observer in self.observers:
+            observer.candidates(turn, answers, verdicts, index, passed)
         return chosen.model_copy(update={"alternatives": []})
 
     async def _screen(self, call: ToolCall) -> ToolResult:
@@ -416,8 +354,7 @@ class AgentLoop:
             call = ToolCall(id=f"{HOST_STEP_ID}{turn}_{step}", name=tools[0], arguments={})
             effect = self.catalog.effect(call.name)
             self.history.start_turn(Message(role="assistant", content="", tool_calls=[call]))
-            result = await self._execute(turn, call, effect)
-            self.telemetry.host_steps += 1
+            result = await self._execute(turn, call, effect, host_step=True)
             self.guards.remember(call_signature(call.name, {}), effect, result)
             self.history.add_tool_result(call.name, call.id, result)
             if call.name == SUBMIT_TOOL and result.outcome != "error":
@@ -445,7 +382,7 @@ class AgentLoop:
     def _declared(self, allowed: tuple[str, ...] | None) -> list[ToolSpec]:
         """The tools a request declares: the whole catalog, or only the ``allowed`` ones
         when the agent asks for short decision prompts."""
-        if not self.declare_allowed_only or allowed is None:
+        if not self.spec.declare_allowed_only or allowed is None:
             return self.catalog.specs
         return [spec for spec in self.catalog.specs if spec.name in allowed]
 
@@ -489,41 +426,14 @@ class AgentLoop:
             await work
         return None
 
-    def _record_model(self, turn: int, response: ModelResponse, latency: float) -> None:
-        telemetry = self.telemetry
-        telemetry.turns = turn
-        telemetry.model_calls += 1
-        telemetry.prompt_tokens += response.usage.prompt_tokens
-        telemetry.completion_tokens += response.usage.completion_tokens
-        telemetry.cached_prompt_tokens += response.usage.cached_prompt_tokens
-        telemetry.model_latency_s.append(latency)
-        telemetry.timeline.append(
-            TimelineEntry(ts=time.time(), kind="model", name="model", duration_s=latency)
-        )
-
     async def _handle(
         self, turn: int, allowed: tuple[str, ...] | None, response: ModelResponse
     ) -> AgentResult | None:
         """Parse, validate, guard and execute one response; an AgentResult ends the run."""
         parsed = parse_response(response)
-        telemetry = self.telemetry
-        self._emit(
-            ModelResponseEvent(
-                turn=turn,
-                finish_reason=response.finish_reason,
-                tool_calls=len(parsed.calls),
-                parse_paths=parsed.paths,
-                prompt_tokens=response.usage.prompt_tokens,
-                completion_tokens=response.usage.completion_tokens,
-                cached_prompt_tokens=response.usage.cached_prompt_tokens,
-                latency_s=telemetry.model_latency_s[-1],
-            )
-        )
-        self._transcript.response(turn, response, parsed.calls)
-        if parsed.textual_pattern:
-            telemetry.textual_tool_call_patterns += 1
+        for observer in self.observers:
+            observer.parsed(turn, response, parsed)
         if not parsed.calls:
-            telemetry.tool_misses += 1
             self.history.start_turn(
                 Message(role="assistant", content=response.raw_text or response.content)
             )
@@ -533,8 +443,6 @@ class AgentLoop:
             call if call.id else call.model_copy(update={"id": f"call_{turn}_{index}"})
             for index, call in enumerate(parsed.calls)
         ]
-        for path in parsed.paths:
-            telemetry.parse_paths[path] = telemetry.parse_paths.get(path, 0) + 1
         self.history.start_turn(Message(role="assistant", content="", tool_calls=calls))
         records: list[CallRecord] = []
         firings: list[GuardFiring] = []
@@ -545,17 +453,21 @@ class AgentLoop:
             if stop is not None:
                 return self._interrupted(stop)
             check = self.validator.check(raw_call, allowed)
-            telemetry.coercions += len(check.coercions)
+            if check.coercions:
+                for observer in self.observers:
+                    observer.coerced(turn, raw_call, len(check.coercions))
             if check.error is not None:
-                telemetry.invalid_calls += 1
-                self._reject(turn, raw_call, check.error)
+                for observer in self.observers:
+                    observer.rejected(turn, raw_call, check.error)
+                self.history.add_tool_result(raw_call.name, raw_call.id, check.error)
                 continue
             call = check.call
             effect = self.catalog.effect(call.name)
             signature = call_signature(call.name, call.arguments)
             earlier = self.guards.earlier_result(signature)
             if earlier is not None:
-                telemetry.repeats += 1
+                for observer in self.observers:
+                    observer.repeated(turn, call)
                 firings.append(self.guards.repeated(call.name, signature))
                 records.append(CallRecord(call.name, signature, effect, repeated=True))
                 self.history.add_tool_result(call.name, call.id, earlier)
@@ -580,26 +492,11 @@ class AgentLoop:
             self.next_tools = next_tools
         return None
 
-    def _reject(self, turn: int, call: ToolCall, error: ToolResult) -> None:
-        self._emit(
-            ToolCallEvent(turn=turn, tool=call.name, effect="invalid", arguments=call.arguments)
-        )
-        self._emit(
-            ToolResultEvent(
-                turn=turn,
-                tool=call.name,
-                outcome=error.outcome,
-                summary=error.summary,
-                duration_s=0.0,
-            )
-        )
-        self._transcript.tool(turn, call.name, call.arguments, error)
-        self.history.add_tool_result(call.name, call.id, error)
-
-    async def _execute(self, turn: int, call: ToolCall, effect: str) -> ToolResult:
-        self._emit(
-            ToolCallEvent(turn=turn, tool=call.name, effect=effect, arguments=call.arguments)
-        )
+    async def _execute(
+        self, turn: int, call: ToolCall, effect: str, *, host_step: bool = False
+    ) -> ToolResult:
+        for observer in self.observers:
+            observer.tool_called(turn, call, effect, host_step)
         started = time.perf_counter()
         try:
             result = await self._invoke(call)
@@ -610,25 +507,8 @@ class AgentLoop:
         if not isinstance(result, ToolResult):
             result = ToolResult.failure(f"tool {call.name} returned no ToolResult")
         duration = time.perf_counter() - started
-        telemetry = self.telemetry
-        telemetry.tool_calls[call.name] = telemetry.tool_calls.get(call.name, 0) + 1
-        telemetry.tool_calls_by_effect[effect] = telemetry.tool_calls_by_effect.get(effect, 0) + 1
-        telemetry.tool_latency_s.setdefault(call.name, []).append(duration)
-        telemetry.timeline.append(
-            TimelineEntry(
-                ts=time.time(), kind="tool", name=call.name, effect=effect, duration_s=duration
-            )
-        )
-        self._emit(
-            ToolResultEvent(
-                turn=turn,
-                tool=call.name,
-                outcome=result.outcome,
-                summary=result.summary,
-                duration_s=duration,
-            )
-        )
-        self._transcript.tool(turn, call.name, call.arguments, result)
+        for observer in self.observers:
+            observer.tool_returned(turn, call, effect, result, duration)
         return result
 
     async def _invoke(self, call: ToolCall) -> ToolResult:
@@ -647,29 +527,11 @@ class AgentLoop:
             )
 
     def _fire(self, turn: int, firings: Sequence[GuardFiring]) -> None:
-        triggers = self.telemetry.stall_triggers
         for firing in firings:
-            triggers[firing.guard] = triggers.get(firing.guard, 0) + 1
-            if firing.guard == REQUERY:
-                self.telemetry.requeries += 1
-            self._emit(GuardTriggeredEvent(turn=turn, guard=firing.guard, detail=firing.detail))
-            self._transcript.note(turn, f"guard {firing.guard}: {firing.detail}")
+            for observer in self.observers:
+                observer.guard_fired(turn, firing)
             if firing.message:
                 self.history.add_note(firing.message)
-
-    def _emit(
-        self,
-        event: ModelRequestEvent
-        | ModelResponseEvent
-        | ToolCallEvent
-        | ToolResultEvent
-        | GuardTriggeredEvent
-        | AgentDoneEvent,
-    ) -> None:
-        if self.run_id is not None or self.job_id is not None:
-            event.run_id = self.run_id
-            event.job_id = self.job_id
-        self.emitter.emit(event)
 
     def _stop_reason(self) -> str | None:
         if self.cancel is not None and self.cancel.is_set():
@@ -687,9 +549,9 @@ class AgentLoop:
         agent_result = submitted_result(
             arguments=arguments,
             tool_result=result,
-            operation=self.operation,
-            node_id=self.node_id,
-            workspace_id=self.workspace_id,
+            operation=self.spec.operation,
+            node_id=self.spec.node_id,
+            workspace_id=self.spec.workspace_id,
             changed=self.changed_paths(),
             telemetry=self.telemetry,
         )
@@ -700,9 +562,9 @@ class AgentLoop:
     def _failed(self, error: str) -> AgentResult:
         return AgentResult(
             status="failed",
-            operation=self.operation,
-            node_id=self.node_id,
-            workspace_id=self.workspace_id,
+            operation=self.spec.operation,
+            node_id=self.spec.node_id,
+            workspace_id=self.spec.workspace_id,
             changed_files=self._changed(),
             summary=f"no result submitted after {self.telemetry.turns} turn(s)",
             error=error,
@@ -712,9 +574,9 @@ class AgentLoop:
     def _interrupted(self, reason: str) -> AgentResult:
         return AgentResult(
             status="interrupted",
-            operation=self.operation,
-            node_id=self.node_id,
-            workspace_id=self.workspace_id,
+            operation=self.spec.operation,
+            node_id=self.spec.node_id,
+            workspace_id=self.spec.workspace_id,
             changed_files=self._changed(),
             summary=f"interrupted after {self.telemetry.turns} turn(s); workspace kept",
             error=reason,
@@ -725,16 +587,8 @@ class AgentLoop:
         self.telemetry.wall_time_s = time.monotonic() - self._started
         self.telemetry.context_trims = self.history.trimmed
         result.telemetry = self.telemetry
-        self._emit(
-            AgentDoneEvent(
-                operation=self.operation,
-                node_id=self.node_id,
-                status=result.status,
-                summary=result.summary,
-                telemetry=self.telemetry.model_dump(mode="json"),
-            )
-        )
-        self._transcript.close(f"{result.status}: {result.summary} {result.error or ''}".strip())
+        for observer in self.observers:
+            observer.finished(result)
         return result
 
 

@@ -12,12 +12,11 @@ Hypothesis (:mod:`.evaluation`), expert policies (:mod:`.expert`) and training m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import TYPE_CHECKING
 
 from remora.operations.base import Operation
 from remora.operations.characterize import characterization, corpus, fixtures, inputs, steps
+from remora.operations.characterize.options import SampleDataOptions, TestOptions
 from remora.tools.capabilities import capabilities_of
 
 if TYPE_CHECKING:
@@ -37,38 +36,6 @@ def _evaluate_sample_data(context: EvalContext) -> OperationReport:
     from remora.operations.characterize.evaluation import evaluate_sample_data
 
     return evaluate_sample_data(context)
-
-
-class TestOptions(BaseModel):
-    """``operations.test.options``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    # The model's inputs for the lines the host's tests leave uncovered added no coverage
-    # beyond the spread across seeds in `remora eval` (docs/evaluation.md): the host's
-    # tests are the job unless model_inputs is set.
-    model_inputs: bool = False
-    write_test_file: bool = False
-    # Argument lists (as source) the host leaves out of its own; `remora train generate`
-    # withholds some so that they become the model's answers.
-    withhold_cases: list[str] = []
-    # Private and special names (_helper), and code under tests/, are skipped unless set.
-    include_private: bool = False
-    include_tests: bool = False
-
-
-class SampleDataOptions(BaseModel):
-    """``operations.sample_data.options``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    # The model's fixtures added no function with a fixture in `remora eval`
-    # (docs/evaluation.md): the host alone writes them unless model_inputs is set.
-    model_inputs: bool = False
-    format: Literal["json", "yaml"] = "json"
-    # Private and special names (_helper), and code under tests/, are skipped unless set.
-    include_private: bool = False
-    include_tests: bool = False
 
 
 _AGENTS = (Path(__file__).resolve().parent / "agents",)

@@ -22,7 +22,6 @@ import dataclasses
 import inspect
 import re
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from remora.operations.docstring._format import (
     section_blocks,
     standard_style,
 )
+from remora.operations.docstring.options import DocstringOptions
 from remora.tools.capabilities.project import is_test_file
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
@@ -346,9 +346,7 @@ def _qualname(qualname: str | None) -> str:
 def style_option(ctx: CapabilityContext, style: str | None) -> str:
     """``style``, else the operation's ``style`` option; ``auto`` (the default) is the
     project's own convention (:func:`project_convention`). TOOL_601 if unknown."""
-    options = ctx.system.get("options")
-    default = options.get("style") if isinstance(options, Mapping) else None
-    chosen = str(style or default or "auto").strip().lower()
+    chosen = str(style or ctx.options(DocstringOptions).style).strip().lower()
     if chosen == "auto":
         return project_convention(ctx).style
     if chosen not in CONVENTIONS:

@@ -22,7 +22,6 @@ import ast
 import builtins
 import hashlib
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +52,7 @@ from remora.operations.docstring.grounding import (
     judged_kinds,
     observe,
 )
+from remora.operations.docstring.options import DocstringOptions
 from remora.operations.docstring.similar import Documented, similar_summaries
 from remora.tools.capabilities.pysource import locate, parse_python
 from remora.tools.capabilities.registry import CapabilityContext, capability
@@ -279,8 +279,7 @@ def docstring_next(ctx: CapabilityContext, path: str, qualname: str) -> dict[str
     checked = _checked(ctx, relative, qualname, text)
     if authored(ctx, relative, qualname, docstring):
         checked = {**checked, "clean": True, "problems": []}
-    options = ctx.system.get("options")
-    ask = options.get("describe", True) if isinstance(options, Mapping) else True
+    ask = ctx.options(DocstringOptions).describe
     upcoming = next((item for item in undescribed if item not in asked), None) if ask else None
     names = {param["name"] for param in info["params"]}
     return {
@@ -404,8 +403,7 @@ def _similar(ctx: CapabilityContext, relative: str, qualname: str) -> list[Docum
     cache: dict[tuple[str, str], list[Documented]] = ctx.state.setdefault(f"{__name__}.similar", {})
     key = (relative, qualname)
     if key not in cache:
-        options = ctx.system.get("options")
-        wanted = isinstance(options, Mapping) and bool(options.get("similar_examples", False))
+        wanted = ctx.options(DocstringOptions).similar_examples
         _, text = read_text(ctx, relative)
         node = locate(parse_python(text, relative), qualname, relative).node
         cache[key] = (

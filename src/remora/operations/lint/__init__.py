@@ -16,10 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
 from remora.operations.base import Operation
 from remora.operations.lint import capabilities, corpus, residue
+from remora.operations.lint.options import LintOptions
 from remora.tools.capabilities import capabilities_of
 
 if TYPE_CHECKING:
@@ -32,20 +31,6 @@ def _evaluate(context: EvalContext) -> OperationReport:
     from remora.operations.lint.evaluation import evaluate
 
     return evaluate(context)
-
-
-class LintOptions(BaseModel):
-    """``operations.lint.options``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    select: list[str] | str | None = None  # None: rules.DEFAULT_RULES
-    unsafe_fixes: bool = True
-    # The embedded model's rewrites of the residue are refused by the checks (measured on
-    # nine packages as published with remora eval --as-published, docs/evaluation.md: none
-    # kept), so by default the residue is left for the person; a larger model on a server
-    # may be asked.
-    use_model: bool = False
 
 
 LINT = Operation(

@@ -27,13 +27,13 @@ from __future__ import annotations
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from remora.errors import ToolError
 from remora.operations.lint._rewrites import REWRITE_CODES, RewriteRefused, rewrite
+from remora.operations.lint.options import LintOptions
 from remora.operations.lint.rules import DEFAULT_RULES
 from remora.tools.capabilities.project import module_tests
 from remora.tools.capabilities.pysource import syntax_error
@@ -432,10 +432,9 @@ class Linter:
     def __init__(self, ctx: CapabilityContext, relative: str) -> None:
         self.ctx = ctx
         self.relative = relative
-        options = ctx.system.get("options")
-        self.options: Mapping[str, Any] = options if isinstance(options, Mapping) else {}
-        self.rules = parse_codes(self.options.get("select")) or list(DEFAULT_RULES)
-        self.unsafe = bool(self.options.get("unsafe_fixes", True))
+        self.options = ctx.options(LintOptions)
+        self.rules = parse_codes(self.options.select) or list(DEFAULT_RULES)
+        self.unsafe = self.options.unsafe_fixes
 
     def __enter__(self) -> Linter:
         self._view_cm = materialize(self.ctx)

@@ -27,11 +27,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType, ModuleType
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from remora.config import ToolsConfig
 from remora.errors import ToolError
 from remora.workspace.base import FileStore
 
 F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,19 @@ class CapabilityContext:
     state: dict[str, Any] = field(default_factory=dict)
     """The job's working state (drafts kept between tool calls), shared by every call of
     the job and dropped with it; capability modules keep their entries under their own key."""
+
+    def options(self, model: type[M]) -> M:
+        """The operation's options as its typed ``model``: what the job carries, each
+        option it leaves out at the model's default, so a capability never keeps a default
+        of its own. Keys the model does not know (an agent run for another operation) are
+        ignored."""
+        given = self.system.get("options")
+        known = {
+            name: value
+            for name, value in (given.items() if isinstance(given, Mapping) else ())
+            if name in model.model_fields
+        }
+        return model.model_validate(known)
 
     def time_left(self, limit: float) -> float:
         """``limit`` seconds, cut to what is left of the call's deadline (TOOL_202 if none)."""
