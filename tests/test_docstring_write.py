@@ -64,7 +64,9 @@ GOOD = "How far to shift each sequence; negative values pad the front."
 
 
 def _context(root: Path, **options: Any) -> CapabilityContext:
-    return capability_context(root, {"options": {"style": "google", **options}})
+    """A job's context with descriptions asked for (``describe`` is off by default: most
+    of these tests follow the description steps)."""
+    return capability_context(root, {"options": {"style": "google", "describe": True, **options}})
 
 
 @pytest.fixture

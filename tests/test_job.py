@@ -261,9 +261,7 @@ def test_a_job_travels_by_pickle_and_json_and_runs_the_same(tmp_path: Path) -> N
         store = overlay_store(copy_sample(tmp_path / str(len(results))))
         with ToolRuntime(config.tools) as runtime:
             context = each.context(store, config, each.key.workspace_id)
-            current = asyncio.run(
-                runtime.run(each.agent.tool("read_signature"), {}, context)
-            )
+            current = asyncio.run(runtime.run(each.agent.tool("read_signature"), {}, context))
         results.append((current.outcome, current.result, context.system["options"]))
     assert results[0][0] == "success"
     assert results[0][2] == {"style": "google", "use_model": False}
@@ -275,7 +273,7 @@ def test_a_job_from_json_needs_its_agent_here() -> None:
     job = Job(agent=agents["docstring"], node=sample_node("apply_discount"), operation="docstring")
     try:
         Job.from_json(job.to_json(), {"lint": agents["lint"]})
-    except Exception as exc:  # noqa: BLE001 - the code is what matters
+    except Exception as exc:
         assert "RUN_025" in str(exc)
     else:
         raise AssertionError("a job whose agent is not loaded here was accepted")
