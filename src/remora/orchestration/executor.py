@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from remora.config import RemoraConfig
+from remora.config import ModelConfig, RemoraConfig
 from remora.errors import RemoraError
 from remora.events import Emitter, JobFinished, JobStarted
 from remora.model.base import ModelClient
@@ -159,3 +159,27 @@ def ended(job: Job, status: AgentStatus, error: str) -> AgentResult:
     return AgentResult(
         status=status, operation=job.operation, node_id=job.node.node_id, error=error
     )
+
+
+def executor_for(
+    config: RemoraConfig,
+    model: ModelClient | None = None,
+    *,
+    model_factory: Callable[[ModelConfig], ModelClient] | None = None,
+) -> Executor:
+    """The executor ``executor.kind`` names: this process's lanes with ``model``, or Ray
+    workers that each build their model with ``model_factory`` (default the configured
+    backend); Ray is imported only then, and RUN_026 says when it is not installed."""
+    settings = config.executor
+    if settings.kind == "ray":
+        from remora.orchestration.ray_executor import RayExecutor
+
+        return RayExecutor(
+            settings.ray_address,
+            settings.ray_workers,
+            model_factory,
+            project=settings.ray_project,
+        )
+    if model is None:
+        raise TypeError("the local executor needs a model")
+    return LocalExecutor(model)

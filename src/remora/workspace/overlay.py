@@ -435,6 +435,37 @@ class OverlayWorkspace:
             )
 
     @_coded
+    def record(self, path: str, data: bytes | None, base: bytes | None) -> None:
+        """Store a change made in another copy of the project (a Ray worker's): ``data``
+        (None: deleted) made against ``base`` (None: that copy had no such file), so accept
+        merges against what the change was made on, not against this project's file now.
+        WS_018 and WS_019 as for :meth:`write`."""
+        rel = self._rel(path)
+        if not rel:
+            raise self._shape_error(rel, "the project root is a directory")
+        check_unprotected(self._root, rel, doing="write" if data is not None else "delete")
+        if data == base:
+            return
+        kind = "write" if data is not None else "delete"
+        with self._lock, self._tx() as conn:
+            self._check_shape(conn, rel)
+            self._check_quota(conn, rel, len(data or b"") + len(base or b""))
+            conn.execute(
+                "INSERT OR REPLACE INTO entries"
+                " (path, kind, data, new_sha256, base_sha256, base_data, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    rel,
+                    kind,
+                    data,
+                    None if data is None else sha256_bytes(data),
+                    None if base is None else sha256_bytes(base),
+                    base,
+                    time.time(),
+                ),
+            )
+
+    @_coded
     def exists(self, path: str) -> bool:
         """Whether ``path`` is a file or directory in the merged view (never the state dir)."""
         try:

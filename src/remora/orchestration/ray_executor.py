@@ -1,0 +1,447 @@
+"""Jobs on Ray workers, recorded on the driver as if they had run here.
+
+The driver hands each :class:`~remora.orchestration.job.Job` value to a worker actor (one
+per worker process) and gets back the job's result and its change as data: each changed
+file's new bytes (None when deleted) with the content it was made against. It then writes
+that change into a workspace of its own project under the result's ``workspace_id``, so
+the run's manifest, ``remora review``, ``accept``, ``undo`` and ``watch`` cannot tell
+where a job ran, and accept's 3-way merge still refuses or merges a change whose file the
+user edited meanwhile.
+
+A worker builds its model once (``model_factory(config.model)``: the embedded llama.cpp
+in that process, or a client of a shared OpenAI-compatible server), its own sandbox pool
+and its own workspaces over its copy of the project, with a private state directory (a
+temporary one, never the driver's ``.remora/``). The copy is the driver's project path
+when every worker sees it (``project="shared"``: one machine, or a shared filesystem), or
+the project uploaded as Ray's ``runtime_env`` ``working_dir`` (``project="upload"``).
+Either way the worker checks its copy of the node's file against the digest the driver
+took when the run started and refuses a job on a stale copy (RUN_027).
+
+A worker process that dies is restarted by Ray and its job retried (``max_restarts`` and
+``max_task_retries`` on the actors), on whichever node has room.
+
+Ray is imported here only, and only when a run uses it: without the ``ray`` extra, asking
+for this executor is RUN_026, and nothing else in Remora notices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from remora.config import ModelConfig, RemoraConfig
+from remora.errors import RemoraError, RunnerError
+from remora.events import JobStarted, NullEmitter
+from remora.model.base import ModelClient
+from remora.orchestration.executor import (
+    NOT_STARTED,
+    JobDone,
+    RunServices,
+    ended,
+    finished_event,
+    run_in_workspace,
+)
+from remora.orchestration.job import Job
+from remora.runner import AgentResult
+from remora.tools.runtime import ToolRuntime
+from remora.workspace import WorkspaceManager
+
+ModelFactory = Callable[[ModelConfig], ModelClient]
+ProjectCopy = Literal["shared", "upload"]
+
+CANCELLED_RUNNING = "RUN_004: the run was cancelled while this job ran on a Ray worker"
+SETTLE_S = 5.0
+"""How long a cancelled run waits for its workers' jobs to stop before ending them."""
+
+
+def import_ray() -> Any:
+    """The ``ray`` module, or RUN_026 when it is not installed or cannot be imported."""
+    try:
+        import ray
+    except ImportError as exc:
+        if isinstance(exc, ModuleNotFoundError) and exc.name == "ray":
+            raise RunnerError(
+                "RUN_026",
+                "Ray is not installed, so jobs cannot run on a Ray cluster",
+                "pip install 'remora[ray]', or run with --executor local",
+            ) from None
+        raise RunnerError(
+            "RUN_026",
+            f"Ray is installed but cannot be imported: {exc}",
+            "check the Ray installation (python -c 'import ray'), or run with --executor local",
+        ) from None
+    return ray
+
+
+@dataclass(frozen=True)
+class ShippedFile:
+    """One changed file of a worker's workspace, as data: ``data`` None is a delete,
+    ``base`` what the worker's copy held (None: no such file there)."""
+
+    path: str
+    data: bytes | None
+    base: bytes | None
+    base_sha256: str | None
+
+
+@dataclass(frozen=True)
+class WorkerOutcome:
+    """What a worker sends back for one job: its result, its change and its transcript."""
+
+    result: AgentResult
+    files: tuple[ShippedFile, ...] = ()
+    transcript: str | None = None
+    worker: str = ""
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def stale_copy(job: Job, root: Path) -> AgentResult | None:
+    """RUN_027 as a failed result when the worker's copy of the job's file is not the one
+    the driver planned the job on (None: same file, or the driver had no digest)."""
+    if job.file_sha256 is None or _sha256(root / job.node.file_path) == job.file_sha256:
+        return None
+    return ended(
+        job,
+        "failed",
+        RunnerError(
+            "RUN_027",
+            f"the worker's copy of {job.node.file_path} differs from the driver's (stale "
+            "project copy); nothing was run",
+            "give the workers the project as it is on the driver (a shared path, or "
+            "executor.ray_project: upload) and run again",
+        ).render(),
+    )
+
+
+class JobWorker:
+    """One Ray worker process: a model, a sandbox pool and private workspaces, built once,
+    then any number of jobs (Ray makes it an actor; plain Python in tests)."""
+
+    def __init__(
+        self,
+        config: RemoraConfig,
+        project: str | None,
+        model_factory: ModelFactory,
+    ) -> None:
+        self.config = config
+        self.root = Path(project) if project else Path.cwd()
+        self.state = Path(tempfile.mkdtemp(prefix="remora-worker-"))
+        self.manager = WorkspaceManager(
+            self.root,
+            self.state,
+            keep_views=config.workspace.keep_views,
+            max_read_bytes=config.workspace.max_read_mb * 1024 * 1024,
+            max_bytes=config.workspace.max_mb * 1024 * 1024,
+        )
+        # Hide the driver's state directory from the worker's jobs, as the driver does.
+        self.manager.hidden = Path(config.workspace.state_dir).as_posix()
+        self.model = model_factory(config.model)
+        self.runtime = ToolRuntime(config.tools, NullEmitter()).__enter__()
+        self.name = f"{os.uname().nodename}:{os.getpid()}"
+
+    async def run(self, job: Job, transcripts: bool) -> WorkerOutcome:
+        """Run ``job`` here and send back its result and change; never keeps a workspace."""
+        refused = stale_copy(job, self.root)
+        if refused is not None:
+            return WorkerOutcome(refused, worker=self.name)
+        folder = Path(tempfile.mkdtemp(dir=self.state)) if transcripts else None
+        try:
+            result = await run_in_workspace(
+                job,
+                self.model,
+                self.runtime,
+                self.manager,
+                self.config,
+                NullEmitter(),
+                asyncio.Event(),
+                folder,
+            )
+            files: tuple[ShippedFile, ...] = ()
+            if result.workspace_id is not None:
+                try:
+                    with self.manager.open(result.workspace_id) as store:
+                        files = tuple(
+                            ShippedFile(e.path, e.data, e.base_data, e.base_sha256)
+                            for e in store.entries()
+                        )
+                finally:
+                    with contextlib.suppress(RemoraError, OSError):
+                        self.manager.remove(result.workspace_id)
+            transcript = None
+            if folder is not None:
+                with contextlib.suppress(OSError):
+                    transcript = (folder / job.key.transcript_name).read_text(encoding="utf-8")
+            return WorkerOutcome(result, files, transcript, self.name)
+        finally:
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    async def close(self) -> None:
+        """Stop the sandbox pool and the model and remove the private state."""
+        self.runtime.close()
+        with contextlib.suppress(Exception):
+            await self.model.aclose()
+        shutil.rmtree(self.state, ignore_errors=True)
+
+
+def record_change(job: Job, outcome: WorkerOutcome, manager: WorkspaceManager) -> AgentResult:
+    """The worker's result with its change written into a workspace of ``manager`` under
+    the result's ``workspace_id``; a change that cannot be recorded fails the job."""
+    result = outcome.result
+    if result.workspace_id is None or not outcome.files:
+        return result.model_copy(update={"workspace_id": None, "changed_files": []})
+    key = job.key
+    try:
+        with manager.create(
+            key.operation,
+            job.node.node_id,
+            key.run_id,
+            file_path=job.node.file_path,
+            workspace_id=result.workspace_id,
+        ) as store:
+            for shipped in outcome.files:
+                store.record(shipped.path, shipped.data, shipped.base)
+            changed = store.changed_paths()
+    except RemoraError as exc:
+        if manager.exists(result.workspace_id) and exc.code != "WS_012":
+            with contextlib.suppress(RemoraError, OSError):
+                manager.remove(result.workspace_id)
+        return ended(job, "failed", exc.render())
+    if not changed:
+        with contextlib.suppress(RemoraError, OSError):
+            manager.remove(result.workspace_id)
+        return result.model_copy(update={"workspace_id": None, "changed_files": []})
+    return result.model_copy(update={"changed_files": changed})
+
+
+@dataclass
+class _Slot:
+    actor: Any
+    name: str
+
+
+class RayExecutor:
+    """Jobs on Ray worker actors, ``jobs_per_worker`` at a time on each.
+
+    ``address`` None starts a local Ray instance for the run (``workers`` CPUs, default
+    this machine's) and stops it after; ``"auto"`` joins the cluster ``ray start`` began
+    on this machine; anything else is a cluster address (``ray://host:10001`` or
+    ``host:6379``). A Ray already initialised in this process is used as it is and left
+    running. ``workers`` defaults to the cluster's CPU count. ``project`` says how workers
+    see the project (module docstring); ``project_path`` is where a shared
+    project is on the workers when not at the driver's path (another mount point).
+    ``retries`` is how often a dead worker is restarted
+    and its job retried.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        model_factory: ModelFactory | None = None,
+        *,
+        project: ProjectCopy = "shared",
+        project_path: str | None = None,
+        jobs_per_worker: int = 1,
+        retries: int = 3,
+        runtime_env: dict[str, Any] | None = None,
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise ValueError("workers must be at least 1")
+        import_ray()  # RUN_026 now, before a run is recorded, when Ray is missing
+        self.address = address
+        self.workers = workers
+        self.model_factory = model_factory
+        self.project = project
+        self.project_path = project_path
+        self.jobs_per_worker = max(1, jobs_per_worker)
+        self.retries = retries
+        self.runtime_env = runtime_env
+
+    def _factory(self) -> ModelFactory:
+        if self.model_factory is not None:
+            return self.model_factory
+        import remora.model  # looked up now, so a test's or plugin's replacement is used
+
+        return remora.model.create_client
+
+    def _connect(self, ray: Any) -> bool:
+        """Join or start Ray; True when this run started it (and must stop it)."""
+        if ray.is_initialized():
+            return False
+        if self.address is None:
+            ray.init(
+                num_cpus=self.workers or os.cpu_count() or 1,
+                include_dashboard=False,
+                logging_level=logging.WARNING,
+                log_to_driver=False,
+            )
+        else:
+            ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False)
+        return True
+
+    def _start_workers(self, ray: Any, services: RunServices) -> list[_Slot]:
+        count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        runtime_env = dict(self.runtime_env or {})
+        project: str | None = self.project_path or str(services.manager.project_root)
+        if self.project == "upload":
+            state = services.config.workspace.state_dir
+            runtime_env["working_dir"] = project
+            runtime_env.setdefault("excludes", [f"/{Path(state).as_posix()}/", "/.git/"])
+            project = None
+        actor = ray.remote(JobWorker).options(
+            num_cpus=1,
+            max_restarts=self.retries,
+            max_task_retries=self.retries,
+            max_concurrency=self.jobs_per_worker,
+            runtime_env=runtime_env or None,
+        )
+        factory = self._factory()
+        slots: list[_Slot] = []
+        for index in range(count):
+            handle = actor.remote(services.config, project, factory)
+            slots.extend(_Slot(handle, f"worker {index}") for _ in range(self.jobs_per_worker))
+        return slots
+
+    async def execute(self, jobs: Sequence[Job], services: RunServices, done: JobDone) -> None:
+        """Hand jobs to free worker slots, record each result as it arrives."""
+        ray = import_ray()
+        started_ray = self._connect(ray)
+        slots: list[_Slot] = []
+        try:
+            slots = self._start_workers(ray, services)
+            await self._dispatch(ray, jobs, slots, services, done)
+        finally:
+            await self._stop(ray, slots)
+            if started_ray:
+                ray.shutdown()
+
+    async def _dispatch(
+        self,
+        ray: Any,
+        jobs: Sequence[Job],
+        slots: list[_Slot],
+        services: RunServices,
+        done: JobDone,
+    ) -> None:
+        queue = deque(jobs)
+        free = list(slots)
+        running: dict[asyncio.Future[Any], tuple[Job, _Slot, Any, float]] = {}
+        transcripts = services.transcripts is not None
+        cancelled = asyncio.ensure_future(services.cancel.wait())
+        try:
+            while queue or running:
+                while queue and free and not services.cancel.is_set():
+                    job, slot = queue.popleft(), free.pop()
+                    services.emitter.emit(_started(job))
+                    ref = slot.actor.run.remote(job, transcripts)
+                    future = asyncio.wrap_future(ref.future())
+                    running[future] = (job, slot, ref, time.monotonic())
+                if services.cancel.is_set() or not running:
+                    break
+                finished, _ = await asyncio.wait(
+                    [*running, cancelled], return_when=asyncio.FIRST_COMPLETED
+                )
+                for future in finished:
+                    if future is cancelled:
+                        continue
+                    job, slot, _ref, began = running.pop(future)
+                    outcome = self._outcome(ray, job, future, services)
+                    free.append(slot)
+                    services.emitter.emit(finished_event(job, outcome, time.monotonic() - began))
+                    done(job, outcome)
+            if running:
+                await self._cancel(ray, running, services, done)
+            for job in queue:
+                done(job, ended(job, "interrupted", NOT_STARTED))
+        finally:
+            cancelled.cancel()
+
+    def _outcome(
+        self, ray: Any, job: Job, future: asyncio.Future[Any], services: RunServices
+    ) -> AgentResult:
+        try:
+            shipped = future.result()
+        except ray.exceptions.RayActorError as exc:
+            return ended(job, "failed", _died(exc, self.retries))
+        except ray.exceptions.TaskCancelledError:
+            return ended(job, "interrupted", CANCELLED_RUNNING)
+        except Exception as exc:  # the worker's bug, or a value that would not travel
+            return ended(job, "failed", f"{type(exc).__name__}: {exc}")
+        if not isinstance(shipped, WorkerOutcome):
+            return ended(job, "failed", f"the worker sent back {type(shipped).__name__}")
+        if shipped.transcript is not None and services.transcripts is not None:
+            with contextlib.suppress(OSError):
+                services.transcripts.mkdir(parents=True, exist_ok=True)
+                path = services.transcripts / job.key.transcript_name
+                path.write_text(shipped.transcript, encoding="utf-8")
+        return record_change(job, shipped, services.manager)
+
+    async def _cancel(
+        self,
+        ray: Any,
+        running: dict[asyncio.Future[Any], tuple[Job, _Slot, Any, float]],
+        services: RunServices,
+        done: JobDone,
+    ) -> None:
+        """Cancel the jobs still on workers and report each ``interrupted``."""
+        for _job, _slot, ref, _began in running.values():
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
+        with contextlib.suppress(Exception):
+            await asyncio.wait(list(running), timeout=SETTLE_S)
+        for _future, (job, _slot, _ref, began) in running.items():
+            outcome = ended(job, "interrupted", CANCELLED_RUNNING)
+            services.emitter.emit(finished_event(job, outcome, time.monotonic() - began))
+            done(job, outcome)
+
+    async def _stop(self, ray: Any, slots: list[_Slot]) -> None:
+        """Let each worker clean up (its sandbox pool, model, private state), then end it."""
+        actors = list({id(slot.actor): slot.actor for slot in slots}.values())
+        closing = [asyncio.wrap_future(actor.close.remote().future()) for actor in actors]
+        if closing:
+            with contextlib.suppress(Exception):
+                await asyncio.wait(closing, timeout=SETTLE_S)
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+
+
+def _started(job: Job) -> JobStarted:
+    key = job.key
+    return JobStarted(
+        run_id=key.run_id,
+        job_id=key.job_id,
+        operation=key.operation,
+        node_id=job.node.node_id,
+        qualname=job.node.qualname,
+        file_path=job.node.file_path,
+    )
+
+
+def _died(exc: BaseException, retries: int) -> str:
+    """RUN_028: the worker running the job died, and so did every retry."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return RunnerError(
+        "RUN_028",
+        f"the Ray worker running this job died and {retries} retries did too ({first})",
+        "look at the worker's log (ray logs), e.g. for running out of memory; "
+        "the other jobs' results are kept",
+    ).render()
