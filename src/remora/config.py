@@ -257,6 +257,31 @@ class WatchConfig(_Section):
     debounce_ms: int = Field(default=400, ge=0)
 
 
+class ExecutorConfig(_Section):
+    """Where a run's jobs run: this process, or the workers of a Ray cluster (docs/cluster.md)."""
+
+    kind: Literal["local", "ray"] = Field(
+        default="local",
+        description="local: this process, runner.concurrency jobs at a time; ray: Ray "
+        "workers, each with its own model (needs the ray extra: pip install 'remora[ray]').",
+    )
+    ray_address: str | None = Field(
+        default=None,
+        description="The Ray cluster: none starts a local Ray instance for the run; auto joins "
+        "the one 'ray start --head' began on this machine; else ray://host:10001 or host:6379.",
+    )
+    ray_workers: int | None = Field(
+        default=None,
+        ge=1,
+        description="Worker processes, one job and one model each (default: the cluster's CPUs).",
+    )
+    ray_project: Literal["shared", "upload"] = Field(
+        default="shared",
+        description="How workers see the project: shared, at the driver's path (one machine, "
+        "or a shared filesystem); upload, as Ray's runtime_env working_dir.",
+    )
+
+
 class AgentsConfig(_Section):
     """Where agent definitions come from besides the bundled ones."""
 
@@ -278,6 +303,7 @@ class RemoraConfig(_Section):
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     events: EventsConfig = Field(default_factory=EventsConfig)
     watch: WatchConfig = Field(default_factory=WatchConfig)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
 
     @field_validator("operations")

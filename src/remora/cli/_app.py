@@ -91,6 +91,30 @@ class Backend(StrEnum):
     openai = "openai"
 
 
+class ExecutorKind(StrEnum):
+    local = "local"
+    ray = "ray"
+
+
+ExecutorOption = Annotated[
+    ExecutorKind | None,
+    typer.Option(
+        "--executor",
+        help="local: jobs in this process; ray: on the workers of a Ray cluster, each with "
+        "its own model (pip install 'remora[ray]'; docs/cluster.md). Default: executor.kind.",
+    ),
+]
+RayAddressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="With --executor ray: auto joins the cluster 'ray start --head' began here; "
+        "ray://host:10001 a remote one; left out, a local Ray instance is started for the run.",
+    ),
+]
+
+
 class ToolChoice(StrEnum):
     required = "required"
     auto = "auto"

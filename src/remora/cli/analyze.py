@@ -13,8 +13,10 @@ import typer
 from remora.cli._app import (
     OPTIONS,
     Backend,
+    ExecutorOption,
     FormatOption,
     OutputFormat,
+    RayAddressOption,
     app,
     console,
     err_console,
@@ -87,6 +89,8 @@ def analyze_command(
     concurrency: Annotated[
         int | None, typer.Option("--concurrency", "-j", min=1, help="Jobs in flight at once.")
     ] = None,
+    executor: ExecutorOption = None,
+    ray_address: RayAddressOption = None,
     max_turns: Annotated[
         int | None, typer.Option("--max-turns", min=1, help="Turn limit for every agent.")
     ] = None,
@@ -123,6 +127,7 @@ def analyze_command(
         remora analyze --changed --ops lint,docstring
         remora analyze src/ --changed origin/main --check
         remora -v analyze src/ -j 4 --auto-accept
+        remora analyze src/ --executor ray --ray-address auto
     """
     from remora.discovery import discover, find_project_root, target_path
     from remora.orchestration import plan_jobs
@@ -134,6 +139,8 @@ def analyze_command(
             "model.backend": backend,
             "runner.concurrency": concurrency,
             "runner.max_turns": max_turns,
+            "executor.kind": executor,
+            "executor.ray_address": ray_address,
         }
     )
     config = load_config(target_path(targets[0]), overrides).config
@@ -329,6 +336,7 @@ def _run(
     from remora.cli._run_display import ToolCallPrinter, run_display, running_jobs
     from remora.events import DiscoveryProblemEvent
     from remora.orchestration import interrupt_on_sigint, new_run_id, open_emitter, run_jobs
+    from remora.orchestration.executor import executor_for
 
     verbose = (ToolCallPrinter(),) if OPTIONS.verbosity > 0 else ()
     running = running_jobs()
@@ -344,7 +352,8 @@ def _run(
                 hint=problem.hint,
             )
         )
-    model = open_model(config.model)
+    model = open_model(config.model) if config.executor.kind == "local" else None
+    executor = executor_for(config, model)
 
     async def main() -> RunResult:
         cancel = asyncio.Event()
@@ -352,7 +361,7 @@ def _run(
             with run_display(plan.jobs, running) as display, interrupt_on_sigint(cancel):
                 return await run_jobs(
                     plan.jobs,
-                    model=model,
+                    executor=executor,
                     config=config,
                     manager=manager,
                     targets=targets,
@@ -363,7 +372,8 @@ def _run(
                     on_done=display.finished,
                 )
         finally:
-            await model.aclose()
+            if model is not None:
+                await model.aclose()
             emitter.close()
 
     return asyncio.run(main())

@@ -24,6 +24,8 @@ from rich.table import Table
 from remora.cli._app import (
     OPTIONS,
     Backend,
+    ExecutorOption,
+    RayAddressOption,
     app,
     console,
     err_console,
@@ -96,6 +98,8 @@ def eval_command(
             help="llama_cpp: the embedded model; openai: a server (--set model.base_url=...)."
         ),
     ] = None,
+    executor: ExecutorOption = None,
+    ray_address: RayAddressOption = None,
     as_published: Annotated[bool, typer.Option("--as-published", help=AS_PUBLISHED_HELP)] = False,
     rows: Annotated[
         list[str] | None,
@@ -157,12 +161,23 @@ def eval_command(
         remora eval toolz==1.0.0 --ops test --no-baselines --rows 'remora (host only, untested)'
 
         remora --set model.base_url=http://127.0.0.1:8000/v1 eval toolz==1.0.0 --backend openai
+
+        remora eval toolz==1.0.0 --ops lint --executor ray --ray-address auto
     """
     from remora.evaluation import EvalOptions, RemoraSession, run_eval
 
     installed = operations()
     evaluators = installed.evaluators()
-    assignments = [*OPTIONS.assignments, *flag_overrides({"model.backend": backend})]
+    assignments = [
+        *OPTIONS.assignments,
+        *flag_overrides(
+            {
+                "model.backend": backend,
+                "executor.kind": executor,
+                "executor.ray_address": ray_address,
+            }
+        ),
+    ]
     options = EvalOptions(
         spec=spec,
         operations=split_ops(ops) or (installed.names if as_published else list(evaluators)),

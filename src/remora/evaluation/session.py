@@ -39,6 +39,7 @@ from remora.orchestration import (
     plan_jobs,
     run_jobs,
 )
+from remora.orchestration.executor import executor_for
 from remora.runner import AgentResult
 from remora.workspace import WorkspaceManager
 
@@ -187,7 +188,12 @@ class RemoraSession:
             return RemoraRun(error="; ".join(problems) or "no node to run on")
         manager = WorkspaceManager.from_config(project.root, config.workspace)
         emitter = open_emitter(config, manager.state_path)
-        model = (self.model_factory or _real_client)(config.model)
+        model = (
+            (self.model_factory or _real_client)(config.model)
+            if config.executor.kind == "local"
+            else None
+        )
+        executor = executor_for(config, model, model_factory=self.model_factory)
 
         def finished(job: Job, outcome: AgentResult) -> None:
             if on_job is not None:
@@ -197,7 +203,7 @@ class RemoraSession:
             try:
                 result = await run_jobs(
                     plan.jobs,
-                    model=model,
+                    executor=executor,
                     config=config,
                     manager=manager,
                     targets=list(targets),
@@ -207,7 +213,8 @@ class RemoraSession:
                 )
                 return result.manifest.jobs
             finally:
-                await model.aclose()
+                if model is not None:
+                    await model.aclose()
                 emitter.close()
 
         jobs = asyncio.run(main())
