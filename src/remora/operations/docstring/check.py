@@ -479,12 +479,19 @@ def description_problem(
     return None
 
 
+_SAYS_NOTHING = frozenset(["return", "returns", "get", "gets"])
+"""Verbs that add nothing to a name: "Return the is_arity of a function." for ``is_arity``
+says only the name."""
+
+
 def _repeats(words: list[str], name: str) -> bool:
     """Whether every word that is not filler is a form of a word of ``name``."""
     own: set[str] = set()
     for part in _CAMEL.findall(name.replace("_", " ")):
         own |= _forms(part.lower())
-    return all(_forms(word) & own for word in words if word not in _FILLER)
+    return all(
+        _forms(word) & own for word in words if word not in _FILLER and word not in _SAYS_NOTHING
+    )
 
 
 def _copied(words: list[str], other: str) -> bool:
