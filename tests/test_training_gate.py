@@ -13,7 +13,9 @@ from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
 from remora.model.base import ModelRequest, ToolCall
 from remora.operations import installed_operations
 from remora.training.gate import (
+    CURRENT_ROW,
     GATE_FILE,
+    GateReport,
     GateRun,
     decide,
     gate_markdown,
@@ -49,6 +51,38 @@ def test_an_adapter_ships_only_when_it_beats_the_base_by_more_than_the_spread() 
     verdict = decide(broken, [1, 2, 3], "meaning")
     assert not verdict.ships and verdict.gain is None
     assert verdict.reason == "no verdict (c seed 1: EVAL_002: no such package)"
+
+
+def test_a_candidate_must_also_beat_the_adapter_the_agent_ships() -> None:
+    def run(seed: int, base: float, current: float, candidate: float) -> GateRun:
+        rows = {HOST_ONLY_ROW: 0.0, BASE_MODEL_ROW: base, CURRENT_ROW: current}
+        return GateRun(package="a", seed=seed, rows={**rows, ADAPTER_ROW: candidate})
+
+    better = [run(s, 0.0, 0.40 + 0.01 * s, 0.50 + 0.01 * s) for s in (1, 2, 3)]
+    verdict = decide(better, [1, 2, 3], "meaning")
+    assert verdict.ships and verdict.gain_over_current == pytest.approx(0.10)
+    assert verdict.spread_over_current == pytest.approx(0.02)
+    # Far above the base model, but inside the spread of the adapter it would replace.
+    level = [run(s, 0.0, 0.43 + 0.02 * s, 0.45 + 0.01 * s) for s in (1, 2, 3)]
+    verdict = decide(level, [1, 2, 3], "meaning")
+    assert verdict.gain is not None and verdict.gain > verdict.spread  # type: ignore[operator]
+    assert not verdict.ships
+    assert "against the current adapter's 0.470, +0.000, not more than the spread (0.040)" in (
+        verdict.reason
+    )
+    assert "current adapter" in gate_markdown(
+        GateReport(
+            agent="docstring",
+            operation="docstring",
+            metric="meaning",
+            adapter="x.gguf",
+            limit=2,
+            packages=["a"],
+            seeds=[1, 2, 3],
+            runs=level,
+            **verdict.model_dump(),
+        )
+    )
 
 
 def test_only_an_agent_whose_evaluation_has_a_gate_metric_can_be_gated() -> None:
@@ -101,9 +135,15 @@ def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path:
     for run in stored.runs:
         assert run.rows[HOST_ONLY_ROW] == 0.0 and run.rows[BASE_MODEL_ROW] == 0.0
         assert run.rows[ADAPTER_ROW] == pytest.approx(1.0, abs=1e-3)
+        assert run.rows[CURRENT_ROW] == 0.0  # the shipped adapter, scripted to say nothing
     table = gate_markdown(stored)
-    assert f"| {EVAL_PACKAGE} | 0.000 (0.000) | 0.000 (0.000) | 1.000 (0.000) |" in table
-    assert "the adapter **ships**" in table
+    assert (
+        f"| {EVAL_PACKAGE} | 0.000 (0.000) | 0.000 (0.000) | 0.000 (0.000) | 1.000 (0.000) |"
+        in table
+    )
+    assert "the adapter **ships**" in table and "against the current adapter's 0.000" in table
+    # Every evaluation decodes one job at a time, so a rerun gives the same figures.
+    assert all(request.samples == 1 for request in asked)
     # Run again: the finished evaluations are reused, the model is not asked again.
     before = len(asked)
     again = gate()
@@ -117,7 +157,8 @@ def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path:
             (tmp_path / "gate" / name / "report.json").read_text()
         )
         tools = {score.tool for score in evaluated.reports[0].scores}
-        measured = {HOST_ONLY_ROW, BASE_MODEL_ROW} if "-base-" in name else {ADAPTER_ROW}
+        fixed = {HOST_ONLY_ROW, BASE_MODEL_ROW, ADAPTER_ROW}  # ADAPTER_ROW: the current one
+        measured = fixed if "-base-" in name else {ADAPTER_ROW}
         assert tools & {HOST_ONLY_ROW, BASE_MODEL_ROW, ADAPTER_ROW} == measured
     candidate.write_bytes(b"a retrained adapter")
     third = gate()

@@ -530,10 +530,12 @@ def gate_command(
     limit: Annotated[int, typer.Option("--limit", "-n", help="Functions per evaluation.")] = 12,
 ) -> None:
     """Decide whether an adapter ships: remora eval on held-out packages over several
-    seeds, the host alone, the base model and the adapter side by side.
+    seeds, the host alone, the base model, the agent's current adapter and the candidate
+    side by side, one job at a time (so a rerun gives the same figures).
 
-    The adapter ships when its mean beats the base model's by more than the spread across
-    seeds (exit 0); otherwise TRAIN_018 (exit 1): ship the agent without it, and pass
+    The candidate ships when its mean beats the base model's, and the current adapter's
+    where there is one, by more than the spread across seeds (exit 0); otherwise TRAIN_018
+    (exit 1): ship the agent without it, and pass
     gate.json to remora train card so its card says why. Running it again reuses the
     evaluations that finished.
 
@@ -582,7 +584,7 @@ def gate_command(
         raise TrainingError(
             "TRAIN_018",
             f"the adapter does not ship: {report.reason}",
-            f"ship {agent} without it; remora train card ... --gate {out}/gate.json says why",
+            f"keep {agent} as it is; remora train card ... --gate {out}/gate.json says why",
         )
 
 

@@ -9,13 +9,16 @@ own adapter with ``model.adapters.<agent>``. Each row is read by the operation's
 
 The verdict: per seed, a row's figure is its mean over the packages; the adapter passes
 when the mean of its per-seed figures beats the base model's by more than the spread
-across seeds (the larger range of the two rows' per-seed figures). A run that fails, or an
-evaluation without the three rows, fails the gate.
+across seeds (the larger range of the two rows' per-seed figures), and, when the agent
+already ships an adapter, beats that one (:data:`CURRENT_ROW`) by more than their spread
+too. A run that fails, or an evaluation without the rows, fails the gate. Every
+evaluation decodes one job at a time (:data:`UNBATCHED`), so the same code at the same
+seed gives the same figures.
 
 Each package and seed is two evaluations, kept in folders named by package, seed and
 limit: the candidate's row (the folder names the adapter's content, so only the same
-candidate reuses it), and the rows that do not depend on it, host only and base model
-(the folder names the agent's definition and the settings, so every candidate of that
+candidate reuses it), and the rows that do not depend on it, host only, base model and
+the current adapter (the folder names the agent's definition and the settings, so every candidate of that
 definition reuses them: they are the slow rows, since the base model is refused three
 times a job). Running the gate again reuses every evaluation that finished. The reused
 rows follow the agent's definition, not the rest of Remora's code: after changing the
@@ -48,6 +51,13 @@ GATE_FILE = "gate.json"
 ROWS = (HOST_ONLY_ROW, BASE_MODEL_ROW, ADAPTER_ROW)
 FIXED_ROWS = (HOST_ONLY_ROW, BASE_MODEL_ROW)
 """The rows that do not depend on the candidate, measured once per definition."""
+CURRENT_ROW = "current adapter"
+"""The adapter the agent ships today (its ``remora`` row without the candidate): a
+candidate replaces it only when it beats it by more than the spread."""
+UNBATCHED = ("runner.concurrency=1",)
+"""Every gate evaluation runs one job at a time: the backend then decodes each prompt
+alone, so a greedy answer does not depend on which other job shared its batch (batched,
+the same code at the same seed moved a package's figure by up to 0.06)."""
 
 
 class GateRun(BaseModel):
@@ -67,6 +77,12 @@ class GateVerdict(BaseModel):
     )
     gain: float | None = Field(description="The adapter's mean minus the base model's.")
     spread: float | None = Field(description="The larger range across seeds of the two rows.")
+    gain_over_current: float | None = Field(
+        default=None, description="The adapter's mean minus the current adapter's, if any."
+    )
+    spread_over_current: float | None = Field(
+        default=None, description="The larger range across seeds of those two rows."
+    )
     ships: bool
     reason: str
 
@@ -131,10 +147,12 @@ def run_gate(
         )
     assert operation.evaluate is not None and operation.gate_metric is not None
     metric = operation.gate_metric
-    without = session([])
-    chosen = session([f"model.adapters.{agent}={adapter}"])
+    without = session(list(UNBATCHED))
+    chosen = session([*UNBATCHED, f"model.adapters.{agent}={adapter}"])
     candidate = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
     fixed = _fixed_digest(agent, without)
+    shipped = without.agents.load().get(agent)
+    fixed_rows = (*FIXED_ROWS, ADAPTER_ROW) if shipped is not None and shipped.model else FIXED_ROWS
     runs: list[GateRun] = []
     for seed in seeds:  # every package of a seed first: a gate cut short still spans them
         for package in packages:
@@ -143,9 +161,9 @@ def run_gate(
             name = f"{_slug(package)}-seed{seed}-limit{limit}"
             rows: dict[str, float | None] = {}
             error = None
-            for folder, rows_session, wanted in (
-                (out / f"{name}-base-{fixed}", without, FIXED_ROWS),
-                (out / f"{name}-{candidate}", chosen, (ADAPTER_ROW,)),
+            for folder, rows_session, wanted, named in (
+                (out / f"{name}-base-{fixed}", without, fixed_rows, {ADAPTER_ROW: CURRENT_ROW}),
+                (out / f"{name}-{candidate}", chosen, (ADAPTER_ROW,), {}),
             ):
                 options = EvalOptions(
                     spec=package,
@@ -154,14 +172,14 @@ def run_gate(
                     seed=seed,
                     out=folder,
                     rows=list(wanted),
-                    baselines=wanted == FIXED_ROWS,  # the baselines once, beside the fixed rows
+                    baselines=rows_session is without,  # once, beside the fixed rows
                 )
                 measured = _evaluated(options, operation, rows_session, progress)
                 if isinstance(measured, str):
                     error = measured
                     break
                 found, error = _rows(measured, metric, wanted)
-                rows |= found
+                rows |= {named.get(row, row): value for row, value in found.items()}
                 if error is not None:
                     break
             runs.append(GateRun(package=package, seed=seed, rows=rows, error=error))
@@ -183,8 +201,13 @@ def run_gate(
 
 
 def decide(runs: Sequence[GateRun], seeds: Sequence[int], metric: str) -> GateVerdict:
-    """The verdict: per-seed means, gain, spread, whether it ships and why."""
-    broken = [run for run in runs if run.error or any(run.rows.get(row) is None for row in ROWS)]
+    """The verdict: per-seed means, gain, spread, whether it ships and why.
+
+    Where the runs measured the agent's current adapter too, the candidate must also beat
+    it by more than the larger range across seeds of the two."""
+    current = any(CURRENT_ROW in run.rows for run in runs)
+    needed = (*ROWS, CURRENT_ROW) if current else ROWS
+    broken = [run for run in runs if run.error or any(run.rows.get(row) is None for row in needed)]
     if broken or not runs:
         first = broken[0] if broken else None
         why = (
@@ -197,11 +220,11 @@ def decide(runs: Sequence[GateRun], seeds: Sequence[int], metric: str) -> GateVe
         row: [
             _average([run.rows[row] or 0.0 for run in runs if run.seed == seed]) for seed in seeds
         ]
-        for row in ROWS
+        for row in needed
     }
     adapter, base = per_seed[ADAPTER_ROW], per_seed[BASE_MODEL_ROW]
     gain = _average(adapter) - _average(base)
-    spread = max(max(adapter) - min(adapter), max(base) - min(base))
+    spread = _spread(adapter, base)
     ships = gain > spread
     reason = (
         f"the adapter's {metric} is {_average(adapter):.3f} against the base model's "
@@ -209,23 +232,52 @@ def decide(runs: Sequence[GateRun], seeds: Sequence[int], metric: str) -> GateVe
         f"{gain:+.3f}, {'more' if ships else 'not more'} than the spread across seeds "
         f"({spread:.3f})"
     )
-    return GateVerdict(per_seed=per_seed, gain=gain, spread=spread, ships=ships, reason=reason)
+    over: float | None = None
+    over_spread: float | None = None
+    if current:
+        shipped = per_seed[CURRENT_ROW]
+        over = _average(adapter) - _average(shipped)
+        over_spread = _spread(adapter, shipped)
+        beats = over > over_spread
+        ships = ships and beats
+        reason += (
+            f"; against the current adapter's {_average(shipped):.3f}, {over:+.3f}, "
+            f"{'more' if beats else 'not more'} than the spread ({over_spread:.3f})"
+        )
+    return GateVerdict(
+        per_seed=per_seed,
+        gain=gain,
+        spread=spread,
+        gain_over_current=over,
+        spread_over_current=over_spread,
+        ships=ships,
+        reason=reason,
+    )
+
+
+def _spread(*rows: Sequence[float]) -> float:
+    """The larger range across seeds of ``rows``."""
+    return max(max(row) - min(row) for row in rows)
 
 
 def gate_markdown(report: GateReport) -> str:
     """The gate's table: each row's mean (and range over seeds) per package, then overall."""
+    shown = [HOST_ONLY_ROW, BASE_MODEL_ROW]
+    if CURRENT_ROW in report.per_seed or any(CURRENT_ROW in run.rows for run in report.runs):
+        shown.append(CURRENT_ROW)
+    shown.append(ADAPTER_ROW)
     lines = [
         f"Held-out gate: `remora eval --ops {report.operation} --limit {report.limit}` over "
         f"seeds {', '.join(map(str, report.seeds))}; {report.metric}, mean over the seeds "
         "(range across them).",
         "",
-        "| package | " + " | ".join(ROWS) + " |",
-        "|---|" + "---:|" * len(ROWS),
+        "| package | " + " | ".join(shown) + " |",
+        "|---|" + "---:|" * len(shown),
     ]
     for package in report.packages:
-        cells = [_cell(report.row_values(row, package)) for row in ROWS]
+        cells = [_cell(report.row_values(row, package)) for row in shown]
         lines.append(f"| {package} | " + " | ".join(cells) + " |")
-    overall = [_cell(report.per_seed.get(row, [])) for row in ROWS]
+    overall = [_cell(report.per_seed.get(row, [])) for row in shown]
     lines.append("| **all, per seed** | " + " | ".join(overall) + " |")
     verdict = "ships" if report.ships else "does not ship"
     lines += ["", f"Verdict: the adapter **{verdict}**: {report.reason}."]
