@@ -124,6 +124,7 @@ def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path:
             seeds=[1, 2],
             limit=2,
             on_run=lambda package, seed: calls.append((package, seed)),
+            candidate_settings=["runner.temperature=0.3"],
         )
 
     report = gate()
@@ -144,6 +145,12 @@ def test_the_gate_evaluates_every_seed_and_ships_an_adapter_that_helps(tmp_path:
     assert "the adapter **ships**" in table and "against the current adapter's 0.000" in table
     # Every evaluation decodes one job at a time, so a rerun gives the same figures.
     assert all(request.samples == 1 for request in asked)
+    # The candidate's own settings reach its row alone.
+    temperatures = {
+        bool(request.adapter and request.adapter.endswith(CANDIDATE)): request.temperature
+        for request in asked
+    }
+    assert temperatures == {True: 0.3, False: 0.0}
     # Run again: the finished evaluations are reused, the model is not asked again.
     before = len(asked)
     again = gate()

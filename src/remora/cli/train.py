@@ -528,6 +528,16 @@ def gate_command(
         list[int] | None, typer.Option("--seed", help="Repeatable. Default: 1, 2 and 3.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Functions per evaluation.")] = 12,
+    candidate_settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--candidate-set",
+            metavar="KEY=VALUE",
+            help="A setting for the candidate's row alone (repeatable), e.g. "
+            "operations.docstring.options.similar_examples=true for an adapter trained "
+            "with those examples in its prompt.",
+        ),
+    ] = None,
 ) -> None:
     """Decide whether an adapter ships: remora eval on held-out packages over several
     seeds, the host alone, the base model, the agent's current adapter and the candidate
@@ -573,6 +583,7 @@ def gate_command(
             seeds=seeds or GATE_SEEDS,
             limit=limit,
             progress=progress,
+            candidate_settings=candidate_settings or (),
             on_run=lambda package, seed: err_console.print(
                 f"gate: evaluating {package}, seed {seed}", highlight=False
             ),

@@ -134,11 +134,15 @@ def run_gate(
     limit: int = GATE_LIMIT,
     progress: ProgressSink | None = None,
     on_run: Callable[[str, int], None] | None = None,
+    candidate_settings: Sequence[str] = (),
 ) -> GateReport:
     """Evaluate ``adapter`` for ``agent`` on every package and seed into ``out`` and decide.
 
     ``session`` builds the evaluation session from extra ``key=value`` settings (the
     candidate adapter's). ``on_run`` is told each package and seed before it runs.
+    ``candidate_settings`` (``key=value``) apply to the candidate's row alone: what it was
+    trained to see, such as an option that adds to its prompt, which the adapter it would
+    replace is measured without.
     """
     adapter = adapter.expanduser().resolve()
     if not adapter.is_file():
@@ -148,8 +152,10 @@ def run_gate(
     assert operation.evaluate is not None and operation.gate_metric is not None
     metric = operation.gate_metric
     without = session(list(UNBATCHED))
-    chosen = session([*UNBATCHED, f"model.adapters.{agent}={adapter}"])
-    candidate = hashlib.sha256(adapter.read_bytes()).hexdigest()[:12]
+    chosen = session([*UNBATCHED, *candidate_settings, f"model.adapters.{agent}={adapter}"])
+    digest = hashlib.sha256(adapter.read_bytes())
+    digest.update(json.dumps(list(candidate_settings)).encode())
+    candidate = digest.hexdigest()[:12]
     fixed = _fixed_digest(agent, without)
     shipped = without.agents.load().get(agent)
     fixed_rows = (*FIXED_ROWS, ADAPTER_ROW) if shipped is not None and shipped.model else FIXED_ROWS
