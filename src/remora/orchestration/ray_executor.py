@@ -346,26 +346,29 @@ class RayExecutor:
         running: dict[asyncio.Future[Any], tuple[Job, _Slot, Any, float]] = {}
         transcripts = services.transcripts is not None
         cancelled = asyncio.ensure_future(services.cancel.wait())
+
+        def hand_out() -> None:
+            while queue and free and not services.cancel.is_set():
+                job, slot = queue.popleft(), free.pop()
+                services.emitter.emit(_started(job))
+                ref = slot.actor.run.remote(job, transcripts)
+                running[asyncio.wrap_future(ref.future())] = (job, slot, ref, time.monotonic())
+
         try:
             while queue or running:
-                while queue and free and not services.cancel.is_set():
-                    job, slot = queue.popleft(), free.pop()
-                    services.emitter.emit(_started(job))
-                    ref = slot.actor.run.remote(job, transcripts)
-                    future = asyncio.wrap_future(ref.future())
-                    running[future] = (job, slot, ref, time.monotonic())
+                hand_out()
                 if services.cancel.is_set() or not running:
                     break
                 finished, _ = await asyncio.wait(
                     [*running, cancelled], return_when=asyncio.FIRST_COMPLETED
                 )
-                for future in finished:
-                    if future is cancelled:
-                        continue
-                    job, slot, _ref, began = running.pop(future)
+                now = time.monotonic()
+                arrived = [(f, *running.pop(f)) for f in finished if f is not cancelled]
+                free.extend(slot for _f, _job, slot, _ref, _began in arrived)
+                hand_out()  # the workers start their next jobs while the driver records these
+                for future, job, _slot, _ref, began in arrived:
                     outcome = self._outcome(ray, job, future, services)
-                    free.append(slot)
-                    services.emitter.emit(finished_event(job, outcome, time.monotonic() - began))
+                    services.emitter.emit(finished_event(job, outcome, now - began))
                     done(job, outcome)
             if running:
                 await self._cancel(ray, running, services, done)
