@@ -208,6 +208,7 @@ def test_without_ray_installed_asking_for_it_is_run_026(
     with pytest.raises(RemoraError) as raised:
         executor_for(settings)
     assert raised.value.code == "RUN_026" and "remora[ray]" in raised.value.render()
+    assert raised.value.exit_code == 2  # an installation problem, like a usage error
     model: ModelClient = scripted_model(Policy())
     settings.executor.kind = "local"
     assert isinstance(executor_for(settings, model), LocalExecutor)

@@ -132,15 +132,17 @@ class RunnerError(RemoraError):
     applies to; RUN_013 bad harness request/concurrency counts; RUN_014 unknown harness agent;
     RUN_020 an operation cannot run (unknown, or no agent); RUN_021 nothing to run; RUN_022
     every job of a run failed; RUN_023 ``--changed`` outside a git repository (or without
-    git); RUN_024 ``--changed`` names no revision. The usage errors (RUN_010-014,
-    RUN_020, RUN_021, RUN_023, RUN_024) exit 2.
+    git); RUN_024 ``--changed`` names no revision; RUN_026 ``--executor ray`` without Ray
+    installed; RUN_027 a Ray worker's copy of the project is stale; RUN_028 a Ray worker
+    died, and so did its retries. The usage errors (RUN_010-014, RUN_020, RUN_021,
+    RUN_023, RUN_024, RUN_026) exit 2.
     """
 
     prefix = "RUN"
     usage_codes = frozenset(
         {
             *("RUN_010", "RUN_011", "RUN_012", "RUN_013", "RUN_014"),
-            *("RUN_020", "RUN_021", "RUN_023", "RUN_024"),
+            *("RUN_020", "RUN_021", "RUN_023", "RUN_024", "RUN_026"),
         }
     )
 
