@@ -244,9 +244,9 @@ class RayExecutor:
     this machine's) and stops it after; ``"auto"`` joins the cluster ``ray start`` began
     on this machine; anything else is a cluster address (``ray://host:10001`` or
     ``host:6379``). A Ray already initialised in this process is used as it is and left
-    running. ``workers`` defaults to the cluster's CPU count. ``project`` says how workers
-    see the project (module docstring); ``project_path`` is where a shared
-    project is on the workers when not at the driver's path (another mount point).
+    running. ``workers`` defaults to, and is at most, the cluster's CPU count. ``project``
+    says how workers see the project (module docstring); ``project_path`` is where a
+    shared project is on the workers when not at the driver's path (another mount point).
     ``retries`` is how often a dead worker is restarted
     and its job retried.
     """
@@ -282,36 +282,43 @@ class RayExecutor:
 
         return remora.model.create_client
 
-    def _connect(self, ray: Any) -> bool:
-        """Join or start Ray; True when this run started it (and must stop it)."""
+    def _connect(self, ray: Any, services: RunServices) -> bool:
+        """Join or start Ray; True when this run started it (and must stop it).
+
+        Ray uploads a local ``working_dir`` only for a whole Ray job (``ray.init``), so the
+        project is uploaded here; a Ray already initialised by the caller keeps its own
+        ``runtime_env`` (and a worker whose copy differs refuses its jobs, RUN_027)."""
         if ray.is_initialized():
             return False
+        settings: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+        runtime_env = dict(self.runtime_env or {})
+        if self.project == "upload":
+            state = Path(services.config.workspace.state_dir).as_posix()
+            runtime_env["working_dir"] = str(services.manager.project_root)
+            runtime_env.setdefault("excludes", [f"/{state}/", "/.git/"])
+        if runtime_env:
+            settings["runtime_env"] = runtime_env
         if self.address is None:
             ray.init(
-                num_cpus=self.workers or os.cpu_count() or 1,
-                include_dashboard=False,
-                logging_level=logging.WARNING,
-                log_to_driver=False,
+                num_cpus=self.workers or os.cpu_count() or 1, include_dashboard=False, **settings
             )
         else:
-            ray.init(address=self.address, logging_level=logging.WARNING, log_to_driver=False)
+            ray.init(address=self.address, **settings)
         return True
 
     def _start_workers(self, ray: Any, services: RunServices) -> list[_Slot]:
-        count = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        runtime_env = dict(self.runtime_env or {})
-        project: str | None = self.project_path or str(services.manager.project_root)
-        if self.project == "upload":
-            state = services.config.workspace.state_dir
-            runtime_env["working_dir"] = project
-            runtime_env.setdefault("excludes", [f"/{Path(state).as_posix()}/", "/.git/"])
-            project = None
+        # Each worker asks for a CPU: one more than the cluster has would never start, and
+        # the jobs handed to it would wait for ever.
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        count = min(self.workers or cpus, cpus)
+        project: str | None = None  # uploaded: the worker's working directory
+        if self.project != "upload":
+            project = self.project_path or str(services.manager.project_root)
         actor = ray.remote(JobWorker).options(
             num_cpus=1,
             max_restarts=self.retries,
             max_task_retries=self.retries,
             max_concurrency=self.jobs_per_worker,
-            runtime_env=runtime_env or None,
         )
         factory = self._factory()
         slots: list[_Slot] = []
@@ -323,7 +330,7 @@ class RayExecutor:
     async def execute(self, jobs: Sequence[Job], services: RunServices, done: JobDone) -> None:
         """Hand jobs to free worker slots, record each result as it arrives."""
         ray = import_ray()
-        started_ray = self._connect(ray)
+        started_ray = self._connect(ray, services)
         slots: list[_Slot] = []
         try:
             slots = self._start_workers(ray, services)
