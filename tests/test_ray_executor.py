@@ -26,7 +26,7 @@ from remora.orchestration.job import Job
 from remora.runner import AgentResult
 from remora.workspace import WorkspaceManager
 from tests.support.policy import Policy, scripted_model
-from tests.support.ray_models import DiesOnce, SlowFactory, scripted_factory
+from tests.support.ray_models import DiesOnce, SlowFactory, broken_factory, scripted_factory
 
 ray = pytest.importorskip("ray")
 from remora.orchestration.ray_executor import (  # noqa: E402
@@ -146,6 +146,20 @@ def test_a_worker_that_dies_mid_job_is_restarted_and_its_job_retried(
     assert marker.exists()  # a worker did die
     assert set(statuses(result).values()) == {"success"}
     assert len(result.results) == 9 and len(manager.list()) == 9
+
+
+def test_workers_that_cannot_start_fail_each_job_with_run_029(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    result, manager = run(
+        example(tmp_path, "proj"),
+        RayExecutor(workers=1, model_factory=broken_factory, retries=0),
+        ops=["marker"],
+    )
+    assert result.manifest.status == "completed" and len(result.results) == 9
+    cause = "RUN_029: a Ray worker could not start: RuntimeError: no model here ("
+    assert all((o.error or "").startswith(cause) for _j, o in result.results)
+    assert manager.list() == []
 
 
 def test_a_stale_project_copy_is_refused_before_anything_runs(

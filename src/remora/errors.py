@@ -134,8 +134,8 @@ class RunnerError(RemoraError):
     every job of a run failed; RUN_023 ``--changed`` outside a git repository (or without
     git); RUN_024 ``--changed`` names no revision; RUN_026 ``--executor ray`` without Ray
     installed; RUN_027 a Ray worker's copy of the project is stale; RUN_028 a Ray worker
-    died, and so did its retries. The usage errors (RUN_010-014, RUN_020, RUN_021,
-    RUN_023, RUN_024, RUN_026) exit 2.
+    died, and so did its retries; RUN_029 a Ray worker could not start. The usage errors
+    (RUN_010-014, RUN_020, RUN_021, RUN_023, RUN_024, RUN_026) exit 2.
     """
 
     prefix = "RUN"

@@ -46,3 +46,8 @@ class DiesOnce:
             return await policy(request)
 
         return ScriptedModel([answer], repeat_last=True)
+
+
+def broken_factory(config: ModelConfig) -> ScriptedModel:
+    """A model that cannot be built on the worker (a model file missing there, say)."""
+    raise RuntimeError("no model here")

@@ -31,6 +31,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -150,8 +151,11 @@ class JobWorker:
             max_read_bytes=config.workspace.max_read_mb * 1024 * 1024,
             max_bytes=config.workspace.max_mb * 1024 * 1024,
         )
-        # Hide the driver's state directory from the worker's jobs, as the driver does.
-        self.manager.hidden = Path(config.workspace.state_dir).as_posix()
+        # Hide the project's own state directory (the driver's .remora/, on a shared path)
+        # from the worker's jobs, as the driver's workspaces do.
+        with contextlib.suppress(ValueError):
+            state = (self.root / config.workspace.state_dir).resolve()
+            self.manager.hidden = state.relative_to(self.root.resolve()).as_posix()
         self.model = model_factory(config.model)
         self.runtime = ToolRuntime(config.tools, NullEmitter()).__enter__()
         self.name = f"{os.uname().nodename}:{os.getpid()}"
@@ -233,8 +237,9 @@ def record_change(job: Job, outcome: WorkerOutcome, manager: WorkspaceManager) -
 
 @dataclass
 class _Slot:
+    """One job's room on a worker actor."""
+
     actor: Any
-    name: str
 
 
 class RayExecutor:
@@ -322,9 +327,9 @@ class RayExecutor:
         )
         factory = self._factory()
         slots: list[_Slot] = []
-        for index in range(count):
+        for _ in range(count):
             handle = actor.remote(services.config, project, factory)
-            slots.extend(_Slot(handle, f"worker {index}") for _ in range(self.jobs_per_worker))
+            slots.extend(_Slot(handle) for _ in range(self.jobs_per_worker))
         return slots
 
     async def execute(self, jobs: Sequence[Job], services: RunServices, done: JobDone) -> None:
@@ -446,9 +451,22 @@ def _started(job: Job) -> JobStarted:
     )
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _died(exc: BaseException, retries: int) -> str:
-    """RUN_028: the worker running the job died, and so did every retry."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    """Why a job's worker is gone: RUN_029 when it could not start (its model could not
+    be built, say), RUN_028 when it died running the job, and so did every retry."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    if getattr(exc, "actor_init_failed", False):
+        return RunnerError(
+            "RUN_029",
+            f"a Ray worker could not start: {lines[-1] if lines else type(exc).__name__}",
+            "a worker builds its model (model.*) and sandbox pool as it starts: check that "
+            "the model and adapter files, or model.base_url, are reachable from every "
+            "worker; 'ray logs' has the worker's traceback",
+        ).render()
+    first = lines[0] if lines else type(exc).__name__
     return RunnerError(
         "RUN_028",
         f"the Ray worker running this job died and {retries} retries did too ({first})",
