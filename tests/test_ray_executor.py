@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -301,3 +303,41 @@ def test_a_change_made_on_a_worker_merges_at_accept_against_the_workers_base(
     assert recorded.changed_files == [job.node.file_path]
     ReviewService(manager).accept(job.key.workspace_id)
     assert path.read_bytes() == b"# the user's edit meanwhile\n" + base + b"# from the worker\n"
+
+
+def test_ctrl_c_on_analyze_with_ray_leaves_the_run_interrupted_and_reviewable(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    """Ctrl-C as a terminal sends it: to the whole process group, Ray's own processes
+    included (the command starts a Ray instance of its own here)."""
+    root = example(tmp_path, "proj")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import runpy; runpy.run_path({str(SCRIPTED)!r}, run_name='__main__')",
+            *("--set", f"agents.dirs=[{AGENTS}]", "--set", "operations.marker.agent=marker"),
+            *("analyze", ".", "--ops", "marker", "--executor", "ray"),
+        ],
+        cwd=root,
+        env={**os.environ, "REMORA_TEST_MODEL_DELAY": "0.7"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    runs = root / ".remora" / "runs"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until a job has finished
+        manifests = list(runs.glob("*.json")) if runs.is_dir() else []
+        if manifests and '"status": "success"' in manifests[0].read_text():
+            break
+        time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGINT)
+    _out, err = process.communicate(timeout=90)
+    assert process.returncode == 130, err
+    manifest = RunStore(WorkspaceManager(root)).resolve(None)
+    assert manifest.status == "interrupted"
+    statuses = [job.status for job in manifest.jobs]
+    assert "success" in statuses and "interrupted" in statuses
+    assert manifest.pending_reviews(), "finished jobs stay reviewable"

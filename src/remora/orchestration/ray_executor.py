@@ -422,8 +422,14 @@ class RayExecutor:
                 ray.cancel(ref)
         with contextlib.suppress(Exception):
             await asyncio.wait(list(running), timeout=SETTLE_S)
-        for _future, (job, _slot, _ref, began) in running.items():
-            outcome = ended(job, "interrupted", CANCELLED_RUNNING)
+        for future, (job, _slot, _ref, began) in running.items():
+            finished = future.done() and not future.cancelled() and future.exception() is None
+            # a job that finished before the cancel reached it keeps its result
+            outcome = (
+                self._outcome(ray, job, future, services)
+                if finished
+                else ended(job, "interrupted", CANCELLED_RUNNING)
+            )
             services.emitter.emit(finished_event(job, outcome, time.monotonic() - began))
             done(job, outcome)
 
@@ -434,6 +440,9 @@ class RayExecutor:
         if closing:
             with contextlib.suppress(Exception):
                 await asyncio.wait(closing, timeout=SETTLE_S)
+            for future in closing:  # retrieved, so asyncio does not report them unread
+                if future.done() and not future.cancelled():
+                    future.exception()
         for actor in actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor)
