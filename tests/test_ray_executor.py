@@ -19,6 +19,8 @@ import pytest
 from remora.config import OperationConfig, RemoraConfig
 from remora.discovery import discover
 from remora.errors import RemoraError
+from remora.evaluation.package import resolve_package
+from remora.evaluation.session import RemoraSession
 from remora.events import CollectingEmitter
 from remora.model.base import ModelClient
 from remora.operations import installed_operations, load_agents
@@ -27,6 +29,7 @@ from remora.orchestration.executor import Executor, LocalExecutor, executor_for
 from remora.orchestration.job import Job
 from remora.runner import AgentResult
 from remora.workspace import WorkspaceManager
+from tests.support.eval_context import EVAL_PACKAGE
 from tests.support.policy import Policy, scripted_model
 from tests.support.ray_models import DiesOnce, SlowFactory, broken_factory, scripted_factory
 
@@ -341,3 +344,22 @@ def test_ctrl_c_on_analyze_with_ray_leaves_the_run_interrupted_and_reviewable(
     statuses = [job.status for job in manifest.jobs]
     assert "success" in statuses and "interrupted" in statuses
     assert manifest.pending_reviews(), "finished jobs stay reviewable"
+
+
+def test_an_eval_session_runs_its_jobs_on_ray_with_the_local_results(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    package = resolve_package(str(EVAL_PACKAGE), tmp_path / "fetch")
+    installed = installed_operations()
+    jobs = {}
+    for kind in ("local", "ray"):
+        session = RemoraSession(
+            installed.library,
+            installed.default_configs(),
+            assignments=[f"executor.kind={kind}"],
+            model_factory=scripted_factory,
+        )
+        run = session.run(package.copy_to(tmp_path / kind), ["."], ["lint", "docstring"])
+        assert run.error is None
+        jobs[kind] = sorted((j.operation, j.qualname, j.status, j.review) for j in run.jobs)
+    assert jobs["ray"] == jobs["local"] != []
