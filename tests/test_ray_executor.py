@@ -250,9 +250,7 @@ def test_analyze_with_executor_ray_records_a_reviewable_run(
             ".",
             "--ops",
             "marker",
-            "--executor",
-            "ray",
-            "--ray-address",
+            "--ray-address",  # implies --executor ray
             ray_cluster,
             "--format",
             "json",

@@ -109,10 +109,18 @@ RayAddressOption = Annotated[
     typer.Option(
         "--ray-address",
         metavar="ADDRESS",
-        help="With --executor ray: auto joins the cluster 'ray start --head' began here; "
-        "ray://host:10001 a remote one; left out, a local Ray instance is started for the run.",
+        help="Run on this Ray cluster (implies --executor ray): auto joins the one 'ray start "
+        "--head' began here, HOST:6379 another; with --executor ray alone, a local Ray "
+        "instance is started for the run.",
     ),
 ]
+
+
+def executor_kind(kind: ExecutorKind | None, ray_address: str | None) -> ExecutorKind | None:
+    """``--executor`` as given, or ray when only ``--ray-address`` was (None: neither)."""
+    if kind is None and ray_address is not None:
+        return ExecutorKind.ray
+    return kind
 
 
 class ToolChoice(StrEnum):

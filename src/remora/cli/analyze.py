@@ -20,6 +20,7 @@ from remora.cli._app import (
     app,
     console,
     err_console,
+    executor_kind,
     flag_overrides,
     open_model,
     operations,
@@ -139,7 +140,7 @@ def analyze_command(
             "model.backend": backend,
             "runner.concurrency": concurrency,
             "runner.max_turns": max_turns,
-            "executor.kind": executor,
+            "executor.kind": executor_kind(executor, ray_address),
             "executor.ray_address": ray_address,
         }
     )

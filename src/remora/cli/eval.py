@@ -29,6 +29,7 @@ from remora.cli._app import (
     app,
     console,
     err_console,
+    executor_kind,
     flag_overrides,
     operations,
 )
@@ -173,7 +174,7 @@ def eval_command(
         *flag_overrides(
             {
                 "model.backend": backend,
-                "executor.kind": executor,
+                "executor.kind": executor_kind(executor, ray_address),
                 "executor.ray_address": ray_address,
             }
         ),
