@@ -361,3 +361,17 @@ def test_an_eval_session_runs_its_jobs_on_ray_with_the_local_results(
         assert run.error is None
         jobs[kind] = sorted((j.operation, j.qualname, j.status, j.review) for j in run.jobs)
     assert jobs["ray"] == jobs["local"] != []
+
+
+def test_record_stores_a_change_made_elsewhere_against_its_own_base(tmp_path: Path) -> None:
+    root = example(tmp_path, "proj")
+    manager = WorkspaceManager(root)
+    with manager.create("marker", "abc", workspace_id="marker-abc") as store:
+        store.record("inventory/new.py", b"x = 1\n", None)  # a file the worker created
+        store.record("inventory/models.py", None, b"elsewhere\n")  # deleted there
+        store.record("inventory/pricing.py", b"same\n", b"same\n")  # no change at all
+        changes = {entry.path: entry for entry in store.entries()}
+    assert sorted(changes) == ["inventory/models.py", "inventory/new.py"]
+    assert changes["inventory/new.py"].base_data is None
+    assert changes["inventory/models.py"].kind == "delete"
+    assert changes["inventory/models.py"].base_data == b"elsewhere\n"
