@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -149,6 +150,8 @@ def test_a_worker_that_dies_mid_job_is_restarted_and_its_job_retried(
         ops=["marker"],
     )
     assert marker.exists()  # a worker did die
+    dead = marker.read_text()  # its pid: the worker that replaced it swept its workspaces
+    assert not list(Path(tempfile.gettempdir()).glob(f"remora-worker-{dead}-*"))
     assert set(statuses(result).values()) == {"success"}
     assert len(result.results) == 9 and len(manager.list()) == 9
 

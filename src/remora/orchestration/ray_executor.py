@@ -131,9 +131,32 @@ def stale_copy(job: Job, root: Path) -> AgentResult | None:
     )
 
 
+STATE_PREFIX = "remora-worker-"
+"""A worker's private state directory is ``<tmp>/remora-worker-<pid>-<random>``."""
+
+
+def sweep_dead_workers(folder: Path) -> None:
+    """Remove the state directories of workers whose process is gone (killed, or died
+    mid-job before it could clean up), so dead workers do not leave workspaces behind."""
+    for path in folder.glob(f"{STATE_PREFIX}*-*"):
+        pid = path.name[len(STATE_PREFIX) :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive, not ours to judge
+        return True
+    return True
+
+
 class JobWorker:
     """One Ray worker process: a model, a sandbox pool and private workspaces, built once,
-    then any number of jobs (Ray makes it an actor; plain Python in tests)."""
+    then any number of jobs (Ray makes it an actor)."""
 
     def __init__(
         self,
@@ -143,7 +166,9 @@ class JobWorker:
     ) -> None:
         self.config = config
         self.root = Path(project) if project else Path.cwd()
-        self.state = Path(tempfile.mkdtemp(prefix="remora-worker-"))
+        self.model = model_factory(config.model)
+        sweep_dead_workers(Path(tempfile.gettempdir()))
+        self.state = Path(tempfile.mkdtemp(prefix=f"{STATE_PREFIX}{os.getpid()}-"))
         self.manager = WorkspaceManager(
             self.root,
             self.state,
@@ -156,7 +181,6 @@ class JobWorker:
         with contextlib.suppress(ValueError):
             state = (self.root / config.workspace.state_dir).resolve()
             self.manager.hidden = state.relative_to(self.root.resolve()).as_posix()
-        self.model = model_factory(config.model)
         self.runtime = ToolRuntime(config.tools, NullEmitter()).__enter__()
         self.name = f"{os.uname().nodename}:{os.getpid()}"
 
