@@ -185,8 +185,8 @@ def test_ctrl_c_records_an_interrupted_run(project: Path) -> None:
     runs_dir = project / ".remora" / "runs"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until at least one job has finished
-        manifests = list(runs_dir.glob("*.json")) if runs_dir.is_dir() else []
-        if manifests and '"status": "success"' in manifests[0].read_text():
+        journals = list(runs_dir.glob("*.jobs.jsonl")) if runs_dir.is_dir() else []
+        if journals and '"status":"success"' in journals[0].read_text():
             break
         time.sleep(0.1)
     process.send_signal(signal.SIGINT)

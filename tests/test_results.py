@@ -118,6 +118,37 @@ def test_manifest_round_trips_atomically(store: RunStore) -> None:
     assert not list(store.runs_dir.glob("*.remora-tmp"))
 
 
+def test_finished_jobs_are_appended_and_folded_in_by_the_next_write(store: RunStore) -> None:
+    """Recording a job appends one line (the manifest is not rewritten, whatever the run's
+    size); every read sees it, the run's end folds the journal into the manifest, and a
+    line cut short by a crash is left out."""
+    run = store.start(["src"], ["lint"])
+    path = store.path(run.run_id)
+    written = path.read_bytes()
+    for index in range(3):
+        store.record_job(
+            run.run_id, JobRecord(job_id=f"lint-{index}", operation="lint", node_id=str(index))
+        )
+    store.record_job(
+        run.run_id, JobRecord(job_id="lint-1", operation="lint", node_id="1", summary="again")
+    )
+    assert path.read_bytes() == written
+    journal = store.journal_path(run.run_id)
+    assert len(journal.read_text().splitlines()) == 4
+    with journal.open("ab") as handle:
+        handle.write(b'{"job_id": "lint-9", "operation"')  # the process died mid-line
+    read = store.read(run.run_id)
+    assert [(job.job_id, job.summary) for job in read.jobs] == [
+        ("lint-0", ""),
+        ("lint-1", "again"),
+        ("lint-2", ""),
+    ]
+    assert [summary.run_id for summary in store.list()] == [run.run_id]
+    finished = store.finish(run.run_id)
+    assert not journal.exists()
+    assert finished.jobs == read.jobs and store.read(run.run_id) == finished
+
+
 def test_listing_and_resolving_runs(store: RunStore) -> None:
     with pytest.raises(WorkspaceError) as info:
         store.resolve(None)
