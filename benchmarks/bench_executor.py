@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -192,7 +193,31 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=1)
     parser.add_argument("--probe-copies", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--model",
+        choices=["scripted", "embedded"],
+        default="scripted",
+        help="embedded: the bundled model decides where the operations ask it (each Ray "
+        "worker loads its own), so the jobs are those a user gets",
+    )
+    parser.add_argument(
+        "--lanes", default="1,2", help="the parallelism to compare at (local -j N vs N workers)"
+    )
     args = parser.parse_args()
+    lanes = [int(part) for part in args.lanes.split(",") if part.strip()]
+    if args.model == "embedded":
+        from remora.model import create_client
+
+        def local_model() -> Any:
+            return create_client(settings.model)
+
+        worker_factory: Any = None  # RayExecutor's default: create_client, in each worker
+    else:
+
+        def local_model() -> Any:
+            return scripted_model(Policy())
+
+        worker_factory = scripted_factory
     ray = import_ray()
     with tempfile.TemporaryDirectory(prefix="remora-bench-executor-") as scratch:
         root = make_project(Path(scratch) / "proj", args.copies)
@@ -208,41 +233,31 @@ def main() -> None:
         ray_start = time.perf_counter() - started
         print(f"  ray.init (a local instance): {ray_start:.1f} s, not counted below")
         try:
-            runs = [
-                measure(
-                    "local -j 1",
-                    lambda: LocalExecutor(scripted_model(Policy())),
-                    root,
-                    settings,
-                    jobs,
-                    1,
-                ),
-                measure(
-                    "ray, 1 worker",
-                    lambda: RayExecutor(workers=1, model_factory=scripted_factory),
-                    root,
-                    settings,
-                    jobs,
-                    1,
-                ),
-                measure(
-                    "local -j 2",
-                    lambda: LocalExecutor(scripted_model(Policy())),
-                    root,
-                    settings,
-                    jobs,
-                    2,
-                ),
-                measure(
-                    "ray, 2 workers",
-                    lambda: RayExecutor(workers=2, model_factory=scripted_factory),
-                    root,
-                    settings,
-                    jobs,
-                    2,
-                ),
-            ]
+            runs: list[Measured] = []
+            for lane in lanes:
+                runs.append(
+                    measure(
+                        f"local -j {lane}",
+                        lambda: LocalExecutor(local_model()),
+                        root,
+                        settings,
+                        jobs,
+                        lane,
+                    )
+                )
+                runs.append(
+                    measure(
+                        f"ray, {lane} worker{'s' if lane > 1 else ''}",
+                        lambda lane=lane: RayExecutor(workers=lane, model_factory=worker_factory),
+                        root,
+                        settings,
+                        jobs,
+                        lane,
+                    )
+                )
             probe_root = make_project(Path(scratch) / "probe", args.probe_copies)
+            if args.model == "embedded":
+                args.rounds = 0  # the probe's jobs ask no model
             probe_jobs = plan(probe_root, settings, ["marker"])
             probe: list[float] = []
             probe_outside: list[float] = []
@@ -290,26 +305,28 @@ def main() -> None:
         f"| of the median job ({median:.3f} s) | of the mean job ({mean:.3f} s) |"
     )
     print("| --- | ---: | ---: | ---: |")
+    pairs = list(zip(runs[::2], runs[1::2], strict=True))
     rows = [
         (f"{remote.name} vs {local.name}, wall", (remote.per_job_s - local.per_job_s) * 1000)
-        for local, remote in ((runs[0], runs[1]), (runs[2], runs[3]))
+        for local, remote in pairs
     ]
     rows += [
         (f"{remote.name} vs {local.name}, outside the job", remote.outside_ms - local.outside_ms)
-        for local, remote in ((runs[0], runs[1]), (runs[2], runs[3]))
+        for local, remote in pairs
     ]
-    rows.append(
-        (
-            f"probe: {len(probe_jobs)} instant jobs (1 vs -j 1), wall, median of {len(probe)}",
-            statistics.median(probe),
+    if probe:
+        rows.append(
+            (
+                f"probe: {len(probe_jobs)} instant jobs (1 vs -j 1), wall, median of {len(probe)}",
+                statistics.median(probe),
+            )
         )
-    )
-    rows.append(
-        (
-            f"probe, outside the job, median of {len(probe)}",
-            statistics.median(probe_outside),
+        rows.append(
+            (
+                f"probe, outside the job, median of {len(probe)}",
+                statistics.median(probe_outside),
+            )
         )
-    )
     for name, overhead in rows:
         print(
             f"| {name} | {overhead:.1f} "
