@@ -378,3 +378,51 @@ def test_record_stores_a_change_made_elsewhere_against_its_own_base(tmp_path: Pa
     assert changes["inventory/new.py"].base_data is None
     assert changes["inventory/models.py"].kind == "delete"
     assert changes["inventory/models.py"].base_data == b"elsewhere\n"
+
+
+def test_generate_on_ray_workers_records_the_local_examples(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    """``remora train generate --executor ray``: the expert episodes run on Ray workers
+    (each its own session: sandbox pool, scratch copies) and give the examples a local
+    run gives, episode for episode."""
+    import json
+
+    from remora.training.dataset import read_examples
+    from remora.training.traces import TRAIN_FILE, VALIDATION_FILE, generate_traces
+
+    stdlib = Path(shutil.__file__).parent
+    corpus = tmp_path / "corpus"
+    (corpus / "kit").mkdir(parents=True)
+    (corpus / "kit" / "__init__.py").write_text("", encoding="utf-8")
+    shutil.copy(stdlib / "fnmatch.py", corpus / "kit" / "fnmatch.py")
+    shutil.copy(stdlib / "textwrap.py", corpus / "textwrap.py")
+    paths = [corpus / "kit", corpus / "textwrap.py"]
+
+    def examples(out: Path) -> list[tuple[str, str, str]]:
+        folder = out / "docstring"
+        found = [*read_examples(folder / TRAIN_FILE), *read_examples(folder / VALIDATION_FILE)]
+        return sorted((e.episode, e.prompt, e.completion) for e in found)
+
+    local = generate_traces(
+        "docstring", paths, tmp_path / "local", limit=3, seed=2, tokens="estimate", concurrency=2
+    )
+    remote = generate_traces(
+        "docstring",
+        paths,
+        tmp_path / "ray",
+        limit=3,
+        seed=2,
+        tokens="estimate",
+        concurrency=2,
+        executor="ray",
+        ray_address=ray_cluster,
+    )
+    assert remote.episodes_kept == local.episodes_kept >= 2
+    assert examples(tmp_path / "ray") == examples(tmp_path / "local")
+    journal = (tmp_path / "ray" / "docstring" / "episodes.jsonl").read_text(encoding="utf-8")
+    assert {json.loads(line)["status"] for line in journal.splitlines()} <= {
+        "kept",
+        "dropped",
+        "skipped",
+    }

@@ -11,7 +11,18 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from remora.cli._app import OPTIONS, app, console, err_console, load, open_model, operations
+from remora.cli._app import (
+    OPTIONS,
+    ExecutorOption,
+    RayAddressOption,
+    app,
+    console,
+    err_console,
+    executor_kind,
+    load,
+    open_model,
+    operations,
+)
 from remora.cli._text import shown
 from remora.errors import TrainingError
 
@@ -27,7 +38,7 @@ train_app = typer.Typer(
     "**finetune** trains an adapter on them, **export** writes it as a llama.cpp GGUF, "
     "**evaluate** compares next calls with and without it on held-out examples, "
     "**gate** decides whether it ships (remora eval on held-out packages over several "
-    "seeds: host only, base model, adapter), **card** writes its model card.",
+    "seeds: host only, base model, current adapter, candidate), **card** writes its model card.",
     no_args_is_help=True,
     rich_markup_mode="markdown",
 )
@@ -81,7 +92,16 @@ def generate_command(
         float | None, typer.Option("--minutes", help="Stop starting episodes after this long.")
     ] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    concurrency: Annotated[int, typer.Option("--concurrency", "-j", min=1)] = 2,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            "--concurrency",
+            "-j",
+            min=1,
+            help="Episodes at a time; with --executor ray, the Ray workers (default: "
+            "executor.ray_workers, else the cluster's CPUs).",
+        ),
+    ] = 2,
     pinned: Annotated[
         bool,
         typer.Option(
@@ -90,20 +110,30 @@ def generate_command(
             "sdist is fetched by pip once, into sdists/ beside --data.",
         ),
     ] = False,
+    executor: ExecutorOption = None,
+    ray_address: RayAddressOption = None,
 ) -> None:
     """Record expert episodes through each agent's real tools, as training examples.
 
     A deterministic expert chooses every call on real code copied into scratch projects;
     only episodes the agent's own expectation accepts are kept. Re-running resumes; Ctrl-C
     lets the episodes in flight finish and writes every example so far (a second Ctrl-C
-    stops at once; the journal keeps what finished).
+    stops at once; the journal keeps what finished). With --executor ray the episodes run
+    on Ray workers, each with its own sandbox and scratch copies; the corpus (and --data's
+    sdists/) must be at the same path on every machine (docs/cluster.md).
 
     Example: remora train generate --agent docstring --pinned --limit 400
+    Example: remora train generate --agent test --pinned --executor ray --ray-address auto -j 64
     """
     from remora.training.corpus import default_corpus
     from remora.training.traces import generate_traces
 
     config = load(None).config
+    kind = executor_kind(executor, ray_address) or config.executor.kind
+    address = ray_address or config.executor.ray_address
+    workers = concurrency
+    if kind == "ray" and concurrency == 2 and config.executor.ray_workers:
+        workers = config.executor.ray_workers
     corpus = list(corpus or default_corpus())
     if pinned:
         from remora.training.packages import fetch_pinned
@@ -137,10 +167,12 @@ def generate_command(
             limit=limit,
             seed=seed,
             progress=err_console.is_terminal,
-            concurrency=concurrency,
+            concurrency=workers,
             max_seconds=minutes * 60 if minutes else None,
             config=config,
             operations=operations(),
+            executor="ray" if kind == "ray" else "local",
+            ray_address=address,
         )
         table.add_row(
             name,

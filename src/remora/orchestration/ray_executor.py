@@ -419,7 +419,7 @@ class RayExecutor:
         try:
             shipped = future.result()
         except ray.exceptions.RayActorError as exc:
-            return ended(job, "failed", _died(exc, self.retries))
+            return ended(job, "failed", _died(exc, self.retries).render())
         except ray.exceptions.TaskCancelledError:
             return ended(job, "interrupted", CANCELLED_RUNNING)
         except Exception as exc:  # the worker's bug, or a value that would not travel
@@ -487,7 +487,7 @@ def _started(job: Job) -> JobStarted:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _died(exc: BaseException, retries: int) -> str:
+def _died(exc: BaseException, retries: int) -> RunnerError:
     """Why a job's worker is gone: RUN_029 when it could not start (its model could not
     be built, say), RUN_028 when it died running the job, and so did every retry."""
     lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
@@ -498,11 +498,97 @@ def _died(exc: BaseException, retries: int) -> str:
             "a worker builds its model (model.*) and sandbox pool as it starts: check that "
             "the model and adapter files, or model.base_url, are reachable from every "
             "worker; 'ray logs' has the worker's traceback",
-        ).render()
+        )
     first = lines[0] if lines else type(exc).__name__
     return RunnerError(
         "RUN_028",
         f"the Ray worker running this job died and {retries} retries did too ({first})",
         "look at the worker's log (ray logs), e.g. for running out of memory; "
         "the other jobs' results are kept",
-    ).render()
+    )
+
+
+class RayWorkers:
+    """Instances of ``worker`` (a class) as Ray actors, one process each, for work that is
+    not a run's :class:`Job` (the expert episodes of ``remora train generate``): the same
+    connection rules as :class:`RayExecutor` (``address`` None starts a local instance for
+    the block and stops it after; ``"auto"`` joins this machine's cluster; a Ray already
+    initialised is used as it is), one CPU each, restarted with their call retried when
+    their process dies. Use as ``async with RayWorkers(...) as workers`` and call
+    ``await workers.call(index, "method", *args)``; each worker's ``close()`` (when it has
+    one) runs when the block ends.
+    """
+
+    def __init__(
+        self,
+        worker: type,
+        *args: Any,
+        count: int,
+        address: str | None = None,
+        retries: int = 3,
+        runtime_env: dict[str, Any] | None = None,
+    ) -> None:
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        self.worker = worker
+        self.args = args
+        self.count = count
+        self.address = address
+        self.retries = retries
+        self.runtime_env = runtime_env
+        self._ray: Any = None
+        self._started = False
+        self._actors: list[Any] = []
+
+    async def __aenter__(self) -> RayWorkers:
+        ray = self._ray = import_ray()
+        if not ray.is_initialized():
+            settings: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+            if self.runtime_env:
+                settings["runtime_env"] = self.runtime_env
+            if self.address is None:
+                ray.init(num_cpus=self.count, include_dashboard=False, **settings)
+            else:
+                ray.init(address=self.address, **settings)
+            self._started = True
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        actor = ray.remote(self.worker).options(
+            num_cpus=1, max_restarts=self.retries, max_task_retries=self.retries
+        )
+        self._actors = [actor.remote(*self.args) for _ in range(min(self.count, cpus))]
+        return self
+
+    @property
+    def size(self) -> int:
+        """How many workers there are (at most the cluster's CPUs)."""
+        return len(self._actors)
+
+    async def call(self, index: int, method: str, *args: Any) -> Any:
+        """``method(*args)`` on worker ``index``; a worker that died through every retry
+        raises RUN_028, one that could not start RUN_029."""
+        ray = self._ray
+        ref = getattr(self._actors[index], method).remote(*args)
+        try:
+            return await asyncio.wrap_future(ref.future())
+        except ray.exceptions.RayActorError as exc:
+            raise _died(exc, self.retries) from None
+
+    async def __aexit__(self, *exc: object) -> None:
+        ray = self._ray
+        closing = [
+            asyncio.wrap_future(actor.close.remote().future())
+            for actor in self._actors
+            if hasattr(self.worker, "close")
+        ]
+        if closing:
+            with contextlib.suppress(Exception):
+                await asyncio.wait(closing, timeout=SETTLE_S)
+            for future in closing:
+                if future.done() and not future.cancelled():
+                    future.exception()
+        for actor in self._actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+        if self._started:
+            ray.shutdown()
+

@@ -35,7 +35,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -582,6 +582,32 @@ def open_session(
         )
 
 
+class EpisodeWorker:
+    """A session of its own in another process (a Ray worker): its scratch directory,
+    sandbox pool and token counter, built once, then any number of episodes. The corpus
+    must be where the driver has it (one machine, or a shared filesystem)."""
+
+    def __init__(
+        self,
+        agent: SubagentDefinition,
+        config: RemoraConfig,
+        run_id: str,
+        tokens: TokenCounting,
+        options: Mapping[str, Any],
+    ) -> None:
+        counter, _ = _token_counter(tokens, config)
+        self._stack = contextlib.ExitStack()
+        self.session = self._stack.enter_context(
+            open_session(agent, config, run_id, counter, options)
+        )
+
+    async def run(self, episode: PlannedEpisode, attempt: int) -> Outcome:
+        return await self.session.run(episode, attempt)
+
+    def close(self) -> None:
+        self._stack.close()
+
+
 def _reason_key(reason: str) -> str:
     """Reasons grouped for the report: without the line numbers, names and values."""
     head = reason.split(": ", 2)
@@ -754,8 +780,12 @@ def _interleave(
             window.append(group)
 
 
+EpisodeRunner = Callable[[PlannedEpisode, int], Awaitable[Outcome]]
+"""Runs one episode (its number is the attempt) to its outcome, here or on a worker."""
+
+
 async def _run_all(
-    session: Session,
+    runners: Sequence[EpisodeRunner],
     episodes: Iterator[PlannedEpisode],
     done: dict[str, Outcome],
     tally: _Tally,
@@ -763,19 +793,18 @@ async def _run_all(
     *,
     limit: int | None,
     late: Callable[[], bool],
-    concurrency: int,
 ) -> int:
-    """Run the episodes not already ``done``, ``concurrency`` at a time, until ``limit``
+    """Run the episodes not already ``done``, one per runner at a time, until ``limit``
     episodes ran or ``late()`` (the deadline passed, or Ctrl-C); each outcome is journaled
     as it comes. Returns how many episodes were planned."""
-    queue: asyncio.Queue[tuple[PlannedEpisode, int] | None] = asyncio.Queue(maxsize=concurrency)
+    queue: asyncio.Queue[tuple[PlannedEpisode, int] | None] = asyncio.Queue(maxsize=len(runners))
 
-    async def worker() -> None:
+    async def worker(run: EpisodeRunner) -> None:
         while (work := await queue.get()) is not None:
             episode, attempt = work
             began = time.monotonic()
             try:
-                item = await session.run(episode, attempt)
+                item = await run(episode, attempt)
             except Exception as exc:  # a bug costs the episode, not the run
                 reason = f"crashed: {type(exc).__name__}: {exc}"[:160]
                 item = outcome_of(episode, "dropped", reason)
@@ -785,7 +814,7 @@ async def _run_all(
             journal.flush()
             tally.record(item)
 
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    workers = [asyncio.create_task(worker(run)) for run in runners]
     planned = 0
 
     try:
@@ -843,6 +872,8 @@ async def generate_traces_async(
     validation_share: float = VALIDATION_SHARE,
     mistakes: float = MISTAKES,
     operations: OperationRegistry | None = None,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> TraceReport:
     """:func:`generate_traces`, in a running event loop."""
     started = time.monotonic()
@@ -863,17 +894,32 @@ async def generate_traces_async(
         raise TrainingError(
             "TRAIN_014", f"cannot write to {folder}: {exc}", "choose a writable output directory"
         ) from None
-    with (
-        open_session(
-            agent,
-            config,
-            f"train-{seed}",
-            counter,
-            training_options(agent_name, operations),
-        ) as session,
-        (folder / EPISODES_FILE).open("a", encoding="utf-8") as journal,
-        _progress(progress) as bar,
-    ):
+    run_id = f"train-{seed}"
+    options = training_options(agent_name, operations)
+    async with contextlib.AsyncExitStack() as stack:
+        if executor == "ray":
+            from remora.orchestration.ray_executor import RayWorkers
+
+            workers = await stack.enter_async_context(
+                RayWorkers(
+                    EpisodeWorker,
+                    agent,
+                    config,
+                    run_id,
+                    tokens,
+                    options,
+                    count=max(1, concurrency),
+                    address=ray_address,
+                )
+            )
+            runners: list[EpisodeRunner] = [
+                functools.partial(workers.call, index, "run") for index in range(workers.size)
+            ]
+        else:
+            session = stack.enter_context(open_session(agent, config, run_id, counter, options))
+            runners = [session.run] * max(1, concurrency)
+        journal = stack.enter_context((folder / EPISODES_FILE).open("a", encoding="utf-8"))
+        bar = stack.enter_context(_progress(progress))
         tally = _Tally(bar, bar.add_task("", total=limit, agent=agent_name))
         order = list(files)
         random.Random(seed).shuffle(order)
@@ -897,14 +943,7 @@ async def generate_traces_async(
         )
         with interrupt_on_sigint(interrupt):
             planned = await _run_all(
-                session,
-                episodes,
-                done,
-                tally,
-                journal,
-                limit=limit,
-                late=late,
-                concurrency=concurrency,
+                runners, episodes, done, tally, journal, limit=limit, late=late
             )
 
     for item in journaled_unreached(done, tally.outcomes, files):
@@ -965,11 +1004,16 @@ def generate_traces(
     validation_share: float = VALIDATION_SHARE,
     mistakes: float = MISTAKES,
     operations: OperationRegistry | None = None,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> TraceReport:
     """Record expert episodes of ``agent_name`` on ``corpus`` into ``out_dir/<agent>/``.
 
     ``limit`` caps the episodes the agent runs (resumed ones included), ``max_seconds``
     stops planning new ones after that long; ``concurrency`` episodes run at a time.
+    ``executor="ray"`` runs them on ``concurrency`` Ray workers instead (each with its own
+    sandbox pool and scratch copies; ``ray_address`` as for ``remora analyze``; the corpus
+    must be at the same path on every worker), and gives the same examples.
     ``tokens="model"`` counts tokens with the embedded model's tokenizer, as the in-process
     backend does (falling back to the estimate when it cannot be loaded). Writes
     ``train.jsonl``, ``validation.jsonl``, ``episodes.jsonl`` (for resuming) and
@@ -990,5 +1034,7 @@ def generate_traces(
             validation_share=validation_share,
             mistakes=mistakes,
             operations=operations,
+            executor=executor,
+            ray_address=ray_address,
         )
     )
