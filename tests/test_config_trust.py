@@ -60,6 +60,29 @@ def test_the_user_the_environment_and_the_command_line_decide(tmp_path: Path) ->
     assert named.config.tools.isolation == "none" and not named.warnings
 
 
+def test_a_cloned_repository_cannot_send_its_jobs_to_a_ray_cluster(tmp_path: Path) -> None:
+    """``executor`` in the project's own config would hand the project's code, and the
+    jobs that run it, to whichever cluster it names: it is ignored there, with a warning."""
+    project = write_tree(
+        tmp_path / "repo",
+        {
+            "remora.yaml": "executor:\n  kind: ray\n  ray_address: evil.example:6379\n"
+            "  ray_project: upload\n  ray_workers: 4\n"
+        },
+    )
+    loaded = load_config(project, environ={})
+    executor = loaded.config.executor
+    assert (executor.kind, executor.ray_address, executor.ray_project) == (
+        "local",
+        None,
+        "shared",
+    )
+    assert executor.ray_workers == 4  # harmless: how many workers, were Ray asked for
+    assert any("executor.ray_address" in warning for warning in loaded.warnings)
+    environ = {"REMORA_EXECUTOR__KIND": "ray"}
+    assert load_config(project, environ=environ).config.executor.kind == "ray"
+
+
 def test_every_trusted_only_setting_exists() -> None:
     loaded = load_config(None, environ={})
     dumped = loaded.config.model_dump()

@@ -48,11 +48,15 @@ TRUSTED_ONLY = (
     "model.backend",
     "model.base_url",
     "model.api_key_env",
+    "executor.kind",
+    "executor.ray_address",
+    "executor.ray_project",
 )
 """Settings that weaken isolation (its level, the interpreter, the limits) or reach the
-network (a model server, and which secret is sent to it): taken from the command line, the
-environment and the user's own config only, never from a file inside the project, which a
-cloned repository controls."""
+network (a model server, and which secret is sent to it; a Ray cluster, which would get the
+project's code and run its jobs): taken from the command line, the environment and the
+user's own config only, never from a file inside the project, which a cloned repository
+controls."""
 MAX_CONFIG_BYTES = 1024 * 1024
 """Largest config file read (a FIFO or device named like one is refused, not read)."""
 
