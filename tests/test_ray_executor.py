@@ -333,8 +333,8 @@ def test_ctrl_c_on_analyze_with_ray_leaves_the_run_interrupted_and_reviewable(
     runs = root / ".remora" / "runs"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # until a job has finished
-        manifests = list(runs.glob("*.json")) if runs.is_dir() else []
-        if manifests and '"status": "success"' in manifests[0].read_text():
+        journals = list(runs.glob("*.jobs.jsonl")) if runs.is_dir() else []
+        if journals and '"status":"success"' in journals[0].read_text():
             break
         time.sleep(0.1)
     os.killpg(process.pid, signal.SIGINT)

@@ -459,17 +459,7 @@ class RayExecutor:
 
     async def _stop(self, ray: Any, slots: list[_Slot]) -> None:
         """Let each worker clean up (its sandbox pool, model, private state), then end it."""
-        actors = list({id(slot.actor): slot.actor for slot in slots}.values())
-        closing = [asyncio.wrap_future(actor.close.remote().future()) for actor in actors]
-        if closing:
-            with contextlib.suppress(Exception):
-                await asyncio.wait(closing, timeout=SETTLE_S)
-            for future in closing:  # retrieved, so asyncio does not report them unread
-                if future.done() and not future.cancelled():
-                    future.exception()
-        for actor in actors:
-            with contextlib.suppress(Exception):
-                ray.kill(actor)
+        await _close(ray, list({id(slot.actor): slot.actor for slot in slots}.values()))
 
 
 def _started(job: Job) -> JobStarted:
@@ -574,21 +564,24 @@ class RayWorkers:
             raise _died(exc, self.retries) from None
 
     async def __aexit__(self, *exc: object) -> None:
-        ray = self._ray
-        closing = [
-            asyncio.wrap_future(actor.close.remote().future())
-            for actor in self._actors
-            if hasattr(self.worker, "close")
-        ]
-        if closing:
-            with contextlib.suppress(Exception):
-                await asyncio.wait(closing, timeout=SETTLE_S)
-            for future in closing:
-                if future.done() and not future.cancelled():
-                    future.exception()
-        for actor in self._actors:
-            with contextlib.suppress(Exception):
-                ray.kill(actor)
+        await _close(self._ray, self._actors, call_close=hasattr(self.worker, "close"))
         if self._started:
-            ray.shutdown()
+            self._ray.shutdown()
 
+
+async def _close(ray: Any, actors: Sequence[Any], *, call_close: bool = True) -> None:
+    """Let each actor clean up (``close()``, within :data:`SETTLE_S`), then end it."""
+    closing = (
+        [asyncio.wrap_future(actor.close.remote().future()) for actor in actors]
+        if call_close
+        else []
+    )
+    if closing:
+        with contextlib.suppress(Exception):
+            await asyncio.wait(closing, timeout=SETTLE_S)
+        for future in closing:  # retrieved, so asyncio does not report them unread
+            if future.done() and not future.cancelled():
+                future.exception()
+    for actor in actors:
+        with contextlib.suppress(Exception):
+            ray.kill(actor)
