@@ -51,3 +51,10 @@ class DiesOnce:
 def broken_factory(config: ModelConfig) -> ScriptedModel:
     """A model that cannot be built on the worker (a model file missing there, say)."""
     raise RuntimeError("no model here")
+
+
+class Niceness:
+    """A worker that says how nice its process is."""
+
+    def value(self) -> int:
+        return os.nice(0)

@@ -62,6 +62,8 @@ ModelFactory = Callable[[ModelConfig], ModelClient]
 ProjectCopy = Literal["shared", "upload"]
 
 CANCELLED_RUNNING = "RUN_004: the run was cancelled while this job ran on a Ray worker"
+WORKER_NICENESS = "RAY_worker_niceness"
+"""Read by the raylet a local instance starts: the niceness of its worker processes."""
 SETTLE_S = 5.0
 """How long a cancelled run waits for its workers' jobs to stop before ending them."""
 
@@ -327,12 +329,7 @@ class RayExecutor:
             runtime_env.setdefault("excludes", [f"/{state}/", "/.git/"])
         if runtime_env:
             settings["runtime_env"] = runtime_env
-        if self.address is None:
-            ray.init(
-                num_cpus=self.workers or os.cpu_count() or 1, include_dashboard=False, **settings
-            )
-        else:
-            ray.init(address=self.address, **settings)
+        _init(ray, self.address, self.workers or os.cpu_count() or 1, settings)
         return True
 
     def _start_workers(self, ray: Any, services: RunServices) -> list[_Slot]:
@@ -462,6 +459,19 @@ class RayExecutor:
         await _close(ray, list({id(slot.actor): slot.actor for slot in slots}.values()))
 
 
+def _init(ray: Any, address: str | None, cpus: int, settings: dict[str, Any]) -> None:
+    """Join the cluster at ``address``, or start a local instance with ``cpus`` CPUs whose
+    workers run at the driver's priority: Ray's default gives them niceness 15, so on a
+    machine doing anything else (an editor, a build, a training run) every job's thread
+    handoffs and file syncs waited behind it, ten times slower than the same job locally.
+    An explicit ``RAY_worker_niceness`` in the environment wins."""
+    if address is not None:
+        ray.init(address=address, **settings)
+        return
+    os.environ.setdefault(WORKER_NICENESS, "0")
+    ray.init(num_cpus=cpus, include_dashboard=False, **settings)
+
+
 def _started(job: Job) -> JobStarted:
     key = job.key
     return JobStarted(
@@ -536,10 +546,7 @@ class RayWorkers:
             settings: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
             if self.runtime_env:
                 settings["runtime_env"] = self.runtime_env
-            if self.address is None:
-                ray.init(num_cpus=self.count, include_dashboard=False, **settings)
-            else:
-                ray.init(address=self.address, **settings)
+            _init(ray, self.address, self.count, settings)
             self._started = True
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor = ray.remote(self.worker).options(
