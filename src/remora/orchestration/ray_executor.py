@@ -576,6 +576,12 @@ class RayWorkers:
             self._ray.shutdown()
 
 
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Read a finished future's exception (an actor killed before it closed)."""
+    if not future.cancelled():
+        future.exception()
+
+
 async def _close(ray: Any, actors: Sequence[Any], *, call_close: bool = True) -> None:
     """Let each actor clean up (``close()``, within :data:`SETTLE_S`), then end it."""
     closing = (
@@ -583,12 +589,11 @@ async def _close(ray: Any, actors: Sequence[Any], *, call_close: bool = True) ->
         if call_close
         else []
     )
+    for future in closing:  # retrieved, so asyncio does not report them unread
+        future.add_done_callback(_retrieved)
     if closing:
         with contextlib.suppress(Exception):
             await asyncio.wait(closing, timeout=SETTLE_S)
-        for future in closing:  # retrieved, so asyncio does not report them unread
-            if future.done() and not future.cancelled():
-                future.exception()
     for actor in actors:
         with contextlib.suppress(Exception):
             ray.kill(actor)
