@@ -18,9 +18,9 @@ seed gives the same figures.
 Each package and seed is two evaluations, kept in folders named by package, seed and
 limit: the candidate's row (the folder names the adapter's content, so only the same
 candidate reuses it), and the rows that do not depend on it, host only, base model and
-the current adapter (the folder names the agent's definition and the settings, so every candidate of that
-definition reuses them: they are the slow rows, since the base model is refused three
-times a job). Running the gate again reuses every evaluation that finished. The reused
+the current adapter (the folder names the agent's definition and the settings, so every
+candidate of that definition reuses them: they are the slow rows, since the base model is
+refused three times a job). Running the gate again reuses every evaluation that finished. The reused
 rows follow the agent's definition, not the rest of Remora's code: after changing the
 host's code, delete the ``*-base-*`` folders to measure them again.
 """
