@@ -102,18 +102,8 @@ async def run_in_workspace(
     """One job in its own workspace of ``manager``, kept only when the job succeeded (or
     partly) and changed something; every failure becomes a failed result, never a crash."""
     key = job.key
-    node = job.node
     started = time.monotonic()
-    emitter.emit(
-        JobStarted(
-            run_id=key.run_id,
-            job_id=key.job_id,
-            operation=key.operation,
-            node_id=node.node_id,
-            qualname=node.qualname,
-            file_path=node.file_path,
-        )
-    )
+    emitter.emit(started_event(job))
     try:
         with open_job(job, manager=manager, runtime=runtime, config=config) as opened:
             outcome = await opened.precheck()
@@ -136,6 +126,19 @@ async def run_in_workspace(
         outcome = outcome.model_copy(update={"workspace_id": None, "changed_files": []})
     emitter.emit(finished_event(job, outcome, time.monotonic() - started))
     return outcome
+
+
+def started_event(job: Job) -> JobStarted:
+    """The event that says ``job`` has started (or was handed to a worker)."""
+    key = job.key
+    return JobStarted(
+        run_id=key.run_id,
+        job_id=key.job_id,
+        operation=key.operation,
+        node_id=job.node.node_id,
+        qualname=job.node.qualname,
+        file_path=job.node.file_path,
+    )
 
 
 def finished_event(job: Job, outcome: AgentResult, seconds: float) -> JobFinished:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import re
@@ -43,7 +42,7 @@ from typing import Any, Literal
 
 from remora.config import ModelConfig, RemoraConfig
 from remora.errors import RemoraError, RunnerError
-from remora.events import JobStarted, NullEmitter
+from remora.events import NullEmitter
 from remora.model.base import ModelClient
 from remora.orchestration.executor import (
     NOT_STARTED,
@@ -52,11 +51,14 @@ from remora.orchestration.executor import (
     ended,
     finished_event,
     run_in_workspace,
+    started_event,
 )
 from remora.orchestration.job import Job
 from remora.runner import AgentResult
 from remora.tools.runtime import ToolRuntime
 from remora.workspace import WorkspaceManager
+from remora.workspace.durable import sha256_bytes
+from remora.workspace.materialize import process_alive
 
 ModelFactory = Callable[[ModelConfig], ModelClient]
 ProjectCopy = Literal["shared", "upload"]
@@ -110,7 +112,7 @@ class WorkerOutcome:
 
 def _sha256(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256_bytes(path.read_bytes())
     except OSError:
         return None
 
@@ -142,18 +144,8 @@ def sweep_dead_workers(folder: Path) -> None:
     mid-job before it could clean up), so dead workers do not leave workspaces behind."""
     for path in folder.glob(f"{STATE_PREFIX}*-*"):
         pid = path.name[len(STATE_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: alive, not ours to judge
-        return True
-    return True
 
 
 class JobWorker:
@@ -321,15 +313,12 @@ class RayExecutor:
         ``runtime_env`` (and a worker whose copy differs refuses its jobs, RUN_027)."""
         if ray.is_initialized():
             return False
-        settings: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
         runtime_env = dict(self.runtime_env or {})
         if self.project == "upload":
             state = Path(services.config.workspace.state_dir).as_posix()
             runtime_env["working_dir"] = str(services.manager.project_root)
             runtime_env.setdefault("excludes", [f"/{state}/", "/.git/"])
-        if runtime_env:
-            settings["runtime_env"] = runtime_env
-        _init(ray, self.address, self.workers or os.cpu_count() or 1, settings)
+        _init(ray, self.address, self.workers or os.cpu_count() or 1, runtime_env)
         return True
 
     def _start_workers(self, ray: Any, services: RunServices) -> list[_Slot]:
@@ -383,7 +372,7 @@ class RayExecutor:
         def hand_out() -> None:
             while queue and free and not services.cancel.is_set():
                 job, slot = queue.popleft(), free.pop()
-                services.emitter.emit(_started(job))
+                services.emitter.emit(started_event(job))
                 ref = slot.actor.run.remote(job, transcripts)
                 running[asyncio.wrap_future(ref.future())] = (job, slot, ref, time.monotonic())
 
@@ -459,29 +448,21 @@ class RayExecutor:
         await _close(ray, list({id(slot.actor): slot.actor for slot in slots}.values()))
 
 
-def _init(ray: Any, address: str | None, cpus: int, settings: dict[str, Any]) -> None:
+def _init(ray: Any, address: str | None, cpus: int, runtime_env: dict[str, Any] | None) -> None:
     """Join the cluster at ``address``, or start a local instance with ``cpus`` CPUs whose
     workers run at the driver's priority: Ray's default gives them niceness 15, so on a
     machine doing anything else (an editor, a build, a training run) every job's thread
     handoffs and file syncs waited behind it, ten times slower than the same job locally.
-    An explicit ``RAY_worker_niceness`` in the environment wins."""
+    An explicit ``RAY_worker_niceness`` in the environment wins. Ray logs only warnings,
+    and its workers' output stays out of the driver's terminal."""
+    settings: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
+    if runtime_env:
+        settings["runtime_env"] = runtime_env
     if address is not None:
         ray.init(address=address, **settings)
         return
     os.environ.setdefault(WORKER_NICENESS, "0")
     ray.init(num_cpus=cpus, include_dashboard=False, **settings)
-
-
-def _started(job: Job) -> JobStarted:
-    key = job.key
-    return JobStarted(
-        run_id=key.run_id,
-        job_id=key.job_id,
-        operation=key.operation,
-        node_id=job.node.node_id,
-        qualname=job.node.qualname,
-        file_path=job.node.file_path,
-    )
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -543,10 +524,7 @@ class RayWorkers:
     async def __aenter__(self) -> RayWorkers:
         ray = self._ray = import_ray()
         if not ray.is_initialized():
-            settings: dict[str, Any] = {"logging_level": logging.WARNING, "log_to_driver": False}
-            if self.runtime_env:
-                settings["runtime_env"] = self.runtime_env
-            _init(ray, self.address, self.count, settings)
+            _init(ray, self.address, self.count, self.runtime_env)
             self._started = True
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         actor = ray.remote(self.worker).options(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +36,7 @@ from remora.orchestration.job import Job
 from remora.orchestration.runs import JobRecord, RunManifest, RunStatus, RunStore, new_run_id
 from remora.runner import AgentResult
 from remora.workspace import WorkspaceManager
+from remora.workspace.durable import sha256_bytes
 
 
 @dataclass
@@ -136,7 +136,7 @@ def _file_digests(root: Path, jobs: Sequence[Job]) -> dict[str, str]:
     digests: dict[str, str] = {}
     for path in dict.fromkeys(job.node.file_path for job in jobs):
         with contextlib.suppress(OSError):
-            digests[path] = hashlib.sha256((root / path).read_bytes()).hexdigest()
+            digests[path] = sha256_bytes((root / path).read_bytes())
     return digests
 
 

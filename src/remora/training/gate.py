@@ -36,6 +36,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from remora import __version__
+from remora.definitions import SubagentDefinition
 from remora.errors import RemoraError, TrainingError
 from remora.evaluation import EvalOptions, EvalReport, ProgressSink, RemoraSession, run_eval
 from remora.evaluation.report import ADAPTER_ROW, BASE_MODEL_ROW, HOST_ONLY_ROW
@@ -156,8 +157,8 @@ def run_gate(
     digest = hashlib.sha256(adapter.read_bytes())
     digest.update(json.dumps(list(candidate_settings)).encode())
     candidate = digest.hexdigest()[:12]
-    fixed = _fixed_digest(agent, without)
     shipped = without.agents.load().get(agent)
+    fixed = _fixed_digest(shipped, without)
     fixed_rows = (*FIXED_ROWS, ADAPTER_ROW) if shipped is not None and shipped.model else FIXED_ROWS
     runs: list[GateRun] = []
     for seed in seeds:  # every package of a seed first: a gate cut short still spans them
@@ -353,10 +354,9 @@ def _rows(
     return rows, f"the evaluation has no row {', '.join(missing)}" if missing else None
 
 
-def _fixed_digest(agent: str, session: RemoraSession) -> str:
-    """What the rows without the candidate depend on: the agent's definition, the settings
-    (the user's config file and the assignments) and Remora's version."""
-    found = session.agents.load().get(agent)
+def _fixed_digest(found: SubagentDefinition | None, session: RemoraSession) -> str:
+    """What the rows without the candidate depend on: the agent's definition (``found``),
+    the settings (the user's config file and the assignments) and Remora's version."""
     definition = found.definition_digest() if found is not None else ""
     config = session.config_file
     text = config.read_text(encoding="utf-8") if config is not None and config.is_file() else ""

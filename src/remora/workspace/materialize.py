@@ -251,7 +251,9 @@ def _capture_file(source: ViewSource, state: _ViewState, rel: str, path: Path) -
     source.write(rel, data)
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with id ``pid`` is running on this machine (another user's
+    counts as alive: not ours to judge)."""
     if not 0 < pid <= 2**31 - 1:
         return False  # no process has that id (a forged name; os.kill would overflow)
     try:
@@ -278,7 +280,7 @@ def sweep_stale_views(views_dir: Path) -> int:
         owner, _, _rest = name.partition("-")
         if not (owner.isascii() and owner.isdigit()):
             continue  # not a view's name
-        if int(owner) == os.getpid() or _alive(int(owner)):
+        if int(owner) == os.getpid() or process_alive(int(owner)):
             continue
         shutil.rmtree(views_dir / name, ignore_errors=True)
         removed += 1
